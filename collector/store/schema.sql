@@ -1,0 +1,113 @@
+-- txray store, schema version 1. The collector creates it; the viewer, `txray show` and `txray report`
+-- read it. Times are nanoseconds (unix epoch for *_unix_ns, offsets from the transaction start otherwise).
+-- 64-bit ids from the wire (txid, span ids, fingerprints, socket uids) are stored as the signed
+-- two's-complement view of the unsigned value; print them as 16 lowercase hex digits.
+-- See docs/schema.md.
+
+CREATE TABLE IF NOT EXISTS meta(
+  key   TEXT PRIMARY KEY,
+  value TEXT
+);
+
+-- One row per agent instance (= one traced process; a forked child is an instance of its own).
+CREATE TABLE IF NOT EXISTS agents(
+  id                  INTEGER PRIMARY KEY,
+  instance_id         INTEGER NOT NULL UNIQUE,
+  host                TEXT,
+  pid                 INTEGER,
+  ppid                INTEGER,
+  program             TEXT,
+  app                 TEXT,
+  agent_version       TEXT,
+  start_unix_ns       INTEGER,
+  mode                TEXT,
+  command_line        TEXT,
+  first_seen_unix_ns  INTEGER,
+  last_seen_unix_ns   INTEGER,
+  batches             INTEGER NOT NULL DEFAULT 0,
+  -- latest cumulative drop counters reported by the agent (DropCounters in the wire format)
+  drops_queue_full    INTEGER NOT NULL DEFAULT 0,
+  drops_send_failed   INTEGER NOT NULL DEFAULT 0,
+  drops_encode_failed INTEGER NOT NULL DEFAULT 0,
+  steps_summarized    INTEGER NOT NULL DEFAULT 0,
+  internal_errors     INTEGER NOT NULL DEFAULT 0
+);
+
+-- Every distinct step text (SQL statement, URL, message) once.
+CREATE TABLE IF NOT EXISTS texts(
+  id   INTEGER PRIMARY KEY,
+  hash INTEGER NOT NULL UNIQUE,   -- 64-bit FNV-1a of the text
+  text TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS transactions(
+  id             INTEGER PRIMARY KEY,   -- store-local row id
+  txid           INTEGER NOT NULL,      -- agent's 64-bit transaction id (= its span id)
+  trace_id       TEXT,                  -- 32 lowercase hex digits
+  parent_span_id INTEGER NOT NULL DEFAULT 0,
+  agent_id       INTEGER NOT NULL REFERENCES agents(id),
+  app            TEXT NOT NULL,
+  name           TEXT NOT NULL,
+  kind           TEXT,                  -- http | api | process
+  start_unix_ns  INTEGER NOT NULL,
+  end_unix_ns    INTEGER NOT NULL,      -- start + elapsed: the scatter's x
+  elapsed_ns     INTEGER NOT NULL,      -- response time: the scatter's y
+  cpu_ns         INTEGER NOT NULL DEFAULT 0,
+  sql_ns         INTEGER NOT NULL DEFAULT 0,
+  fetch_ns       INTEGER NOT NULL DEFAULT 0,
+  call_ns        INTEGER NOT NULL DEFAULT 0,
+  sql_count      INTEGER NOT NULL DEFAULT 0,
+  call_count     INTEGER NOT NULL DEFAULT 0,
+  status         INTEGER NOT NULL DEFAULT 0,
+  error          TEXT,                  -- NULL on success
+  client_addr    TEXT,
+  bytes_read     INTEGER NOT NULL DEFAULT 0,
+  bytes_written  INTEGER NOT NULL DEFAULT 0,
+  tid            INTEGER,
+  step_count     INTEGER NOT NULL DEFAULT 0,
+  attributes     TEXT                   -- JSON object of string values, NULL when none
+);
+CREATE INDEX IF NOT EXISTS transactions_end   ON transactions(end_unix_ns);
+CREATE INDEX IF NOT EXISTS transactions_txid  ON transactions(txid);
+CREATE INDEX IF NOT EXISTS transactions_trace ON transactions(trace_id);
+
+CREATE TABLE IF NOT EXISTS steps(
+  tx_id           INTEGER NOT NULL,     -- transactions.id
+  no              INTEGER NOT NULL,     -- row number in the profile, from 0
+  parent          INTEGER NOT NULL,     -- no of the enclosing step, -1 at the top
+  kind            TEXT NOT NULL,        -- START, END, SOCKET, SOCKET_CLOSE, MESSAGE, SQL, DB_CONNECT, HTTP_CALL, DNS
+  start_offset_ns INTEGER NOT NULL,
+  gap_ns          INTEGER NOT NULL,
+  cpu_ns          INTEGER NOT NULL,
+  elapsed_ns      INTEGER NOT NULL DEFAULT 0,
+  bytes_read      INTEGER NOT NULL DEFAULT 0,
+  bytes_written   INTEGER NOT NULL DEFAULT 0,
+  text_id         INTEGER,              -- texts.id, NULL when the step has no text
+  error           TEXT,
+  ref_id          INTEGER,              -- Step.id: socket uid, span id of a call
+  rows            INTEGER,
+  fetch_ns        INTEGER,
+  fingerprint     INTEGER,
+  status          INTEGER,
+  changes         INTEGER,
+  attributes      TEXT,                 -- JSON object of string values, NULL when none
+  callee_tx_id    INTEGER,              -- HTTP_CALL: transactions.id of the callee, once linked
+  PRIMARY KEY(tx_id, no)
+) WITHOUT ROWID;
+
+-- Steps folded past the per-transaction step limit (StepSummary in the wire format).
+CREATE TABLE IF NOT EXISTS step_summaries(
+  tx_id         INTEGER NOT NULL,
+  kind          TEXT NOT NULL,
+  fingerprint   INTEGER,
+  text_id       INTEGER,
+  count         INTEGER NOT NULL,
+  elapsed_ns    INTEGER NOT NULL,
+  rows          INTEGER,
+  errors        INTEGER NOT NULL DEFAULT 0,
+  bytes_read    INTEGER NOT NULL DEFAULT 0,
+  bytes_written INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS step_summaries_tx ON step_summaries(tx_id);
+
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');

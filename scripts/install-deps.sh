@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages txray needs to build, test and benchmark.
+# Idempotent: packages already present are not touched, and apt-get runs only when something is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config
+  libunwind-dev libprotobuf-dev protobuf-compiler
+  libzmq3-dev cppzmq-dev
+  libsqlite3-dev sqlite3
+  qt6-base-dev libqt6sql6-sqlite libgl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev
+  zlib1g-dev libcurl4-openssl-dev libssl-dev libpq-dev
+  postgresql-15 postgresql-client-15
+  curl python3 procps
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,172 @@
+"""Shared helpers for txray's end-to-end tests (run by CTest with /usr/bin/python3).
+
+The tests start a real collector (`txray collect`) on a private ipc:// endpoint with a fresh SQLite file,
+run real programs with the agent preloaded, and read the result back with `txray show --json`.
+Paths come from the environment CTest sets: TXRAY_BUILD_DIR (the CMake binary dir) and TXRAY_SOURCE_DIR.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+BUILD_DIR = os.environ.get("TXRAY_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+SOURCE_DIR = os.environ.get("TXRAY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+TXRAY = os.path.join(BUILD_DIR, "bin", "txray")
+AGENT = os.path.join(BUILD_DIR, "lib", "libtxray-agent.so")
+BIN = os.path.join(BUILD_DIR, "bin")
+PYTHON = "/usr/bin/python3"  # Debian's dynamically linked python, never a pyenv shim
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout=20.0, interval=0.05, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def wait_port(port, timeout=20.0):
+    def up():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+    wait_for(up, timeout, what=f"port {port}")
+
+
+class Collector:
+    """A real `txray collect` on a private endpoint, writing to a fresh database."""
+
+    def __init__(self, workdir, endpoint=None, db=None):
+        self.workdir = workdir
+        self.endpoint = endpoint or f"ipc://{workdir}/collector.sock"
+        self.db = db or os.path.join(workdir, "txray.db")
+        self.proc = None
+        self.log = os.path.join(workdir, "collector.log")
+
+    def start(self):
+        self._logf = open(self.log, "ab")
+        self.proc = subprocess.Popen([TXRAY, "collect", "--listen", self.endpoint, "--db", self.db,
+                                      "--status-interval", "1"],
+                                     stdout=self._logf, stderr=subprocess.STDOUT)
+        if self.endpoint.startswith("ipc://"):
+            wait_for(lambda: os.path.exists(self.endpoint[len("ipc://"):]), what="collector socket")
+        else:
+            time.sleep(0.3)
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("collector did not exit on SIGINT")
+        if self.proc:
+            self._logf.close()
+            rc = self.proc.returncode
+            self.proc = None
+            return rc
+        return None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def agent_env(endpoint, app=None, mode=None, extra=None):
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = AGENT
+    env["TXRAY_COLLECTOR"] = endpoint
+    if app:
+        env["TXRAY_APP"] = app
+    if mode:
+        env["TXRAY_MODE"] = mode
+    if extra:
+        env.update(extra)
+    return env
+
+
+def bare_env(extra=None):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def show_json(db, *args):
+    """All transactions `txray show --json` prints for these arguments, as dicts."""
+    out = subprocess.run([TXRAY, "show", "--db", db, "--json", *args], check=True,
+                         capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def show_text(db, *args):
+    return subprocess.run([TXRAY, "show", "--db", db, *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def count_transactions(db):
+    import sqlite3
+    if not os.path.exists(db):
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM transactions").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def wait_transactions(db, n, timeout=30.0):
+    return wait_for(lambda: count_transactions(db) >= n, timeout, what=f"{n} transactions in {db}")
+
+
+def check_sums(test, tx):
+    """The profile's invariants: GAPs add up to the response time, CPU_Ts to the CPU time."""
+    steps = tx["steps"]
+    test.assertEqual(sum(s["gap_ns"] for s in steps), tx["elapsed_ns"], f"GAP sum of {tx['name']}")
+    test.assertEqual(sum(s["cpu_ns"] for s in steps), tx["cpu_ns"], f"CPU_T sum of {tx['name']}")
+    test.assertEqual(steps[0]["kind"], "START")
+    test.assertEqual(steps[-1]["kind"], "END")
+
+
+class TxrayTestCase(unittest.TestCase):
+    """A test case with its own temporary folder (self.tmp), removed afterwards."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="txray-test-")
+        self.tmp = self._tmp.name
+        self._procs = []
+
+    def tearDown(self):
+        for p in self._procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self._tmp.cleanup()
+
+    def spawn(self, args, **kw):
+        p = subprocess.Popen(args, **kw)
+        self._procs.append(p)
+        return p
