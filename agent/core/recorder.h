@@ -1,0 +1,140 @@
+// The recorder: how a hook turns what it saw into profile rows of the calling thread's transaction.
+//
+// This is the one interface the agent's hook files (sockets, SQL, RPC, …) use to record steps. It is
+// stable: new functions may be added, existing ones keep their meaning.
+//
+// Typical use from a hook (see agent/hooks/hook.h for TXRAY_REAL and HookGuard):
+//
+//   extern "C" int sqlite3_step(sqlite3_stmt* st) {
+//     auto real = TXRAY_REAL(sqlite3_step, "libsqlite3.so.0");
+//     if (!real) return SQLITE_MISUSE;             // must still behave for the program
+//     txray::HookGuard guard;                      // false: agent off, agent thread, or nested hook
+//     if (!guard) return real(st);
+//     txray::Transaction* tx = txray::rec::current();
+//     if (!tx) return real(st);                    // no transaction on this thread: nothing to record
+//     txray::StepRef step = txray::rec::open(tx, txray::StepKind::SQL);   // row time = now
+//     int rc = real(st);
+//     txray::SaveErrno keep;                       // everything below must leave errno as real() did
+//     txray::rec::set_text(step, sqlite3_sql(st));
+//     txray::rec::set_status(step, rc);
+//     txray::rec::close(step);                     // elapsed = now - open time
+//     txray::rec::add_totals(tx, {.sql_ns = txray::rec::elapsed(step), .sql_count = 1});
+//     return rc;
+//   }
+//
+// Rules:
+// - Everything here is for the calling thread and its current transaction. A Transaction* is only valid
+//   on the thread that got it from current(), and only until that thread's next hooked call returns:
+//   never store it across calls.
+// - A call step (open … close) is the parent of every step opened on the transaction until it is
+//   closed; nesting is recorded in Step.parent. Close steps in reverse order of opening (a stale or
+//   out-of-order close is tolerated: it closes the steps above it too).
+// - Set a step's fields between open() and close() (or, for add(), before the next open()/add() on
+//   that transaction): past the step limit (TXRAY_MAX_STEPS) a step is folded into a per-(kind,
+//   fingerprint) summary when it is closed, using the text / fingerprint / bytes / rows / error it has
+//   then. Setters on a stale or empty StepRef do nothing, so hooks need no checks of their own.
+// - Row times and GAP/CPU_T are taken by the recorder (open() and add() read the wall clock and the
+//   thread CPU clock); hooks never pass times in, so GAPs and CPU_Ts always add up exactly.
+// - Strings are copied; the caller keeps ownership of what it passes.
+// - Nothing here does I/O, takes locks (except in TXRAY_MODE=process, where one transaction collects
+//   steps from every thread), or changes errno.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace txray {
+
+// Same numbers as txray.v1.StepKind in proto/txray/v1/txray.proto.
+enum class StepKind : uint8_t {
+  START = 1,
+  END = 2,
+  SOCKET = 3,
+  SOCKET_CLOSE = 4,
+  MESSAGE = 5,
+  SQL = 6,
+  DB_CONNECT = 7,
+  HTTP_CALL = 8,
+  DNS = 9,
+};
+
+struct Transaction;  // agent/core/transaction.h; opaque to hooks
+
+// A handle to one step. Cheap to copy; becomes stale (and harmless) when the step is folded or the
+// transaction ends.
+struct StepRef {
+  Transaction* tx = nullptr;
+  uint64_t txid = 0;
+  uint32_t seq = 0;          // the step's serial number in its transaction (checks staleness)
+  int32_t index = -1;        // position in the transaction's step list while it is live
+  uint64_t start_mono_ns = 0;
+  explicit operator bool() const { return tx != nullptr; }
+};
+
+// Additions to a transaction's totals (Transaction.sql_ns … call_count in the wire format).
+struct Totals {
+  uint64_t sql_ns = 0;
+  uint64_t fetch_ns = 0;
+  uint64_t call_ns = 0;
+  uint32_t sql_count = 0;
+  uint32_t call_count = 0;
+};
+
+namespace rec {
+
+// The calling thread's current transaction (in process mode: the process's one transaction), or
+// nullptr when there is none. Cheap (a thread-local read).
+Transaction* current();
+
+// Opens a call step of `kind` at now and makes it the parent of steps opened until it is closed.
+// Returns an empty StepRef when tx is null.
+StepRef open(Transaction* tx, StepKind kind);
+
+// Closes a call step: elapsed_ns = now - its open time. Reads the wall clock only (not the CPU clock).
+void close(StepRef& step);
+
+// Adds an instantaneous row (elapsed 0, no children) of `kind` with `text` at now.
+StepRef add(Transaction* tx, StepKind kind, std::string_view text = {});
+
+// Field setters (see Step in the wire format). Each does nothing on an empty or stale StepRef.
+void set_text(const StepRef& s, std::string_view text);          // truncated at 4 KiB
+void set_error(const StepRef& s, std::string_view error);        // non-empty = the step failed
+void add_attr(const StepRef& s, std::string_view key, std::string_view value);
+void add_bytes(const StepRef& s, uint64_t read, uint64_t written);
+void set_rows(const StepRef& s, int64_t rows);                    // -1 when unknown (the default)
+void set_changes(const StepRef& s, int64_t changes);              // -1 when unknown (the default)
+void set_fetch_ns(const StepRef& s, uint64_t fetch_ns);
+void set_fingerprint(const StepRef& s, uint64_t fingerprint);     // groups folded steps; 0 = by text
+void set_status(const StepRef& s, int32_t status);
+void set_id(const StepRef& s, uint64_t id);                       // socket uid, span id of a call
+void set_elapsed(const StepRef& s, uint64_t elapsed_ns);          // override what close() measured
+
+// Elapsed time of a closed step (0 while it is open or when the ref is empty).
+uint64_t elapsed(const StepRef& s);
+
+// Adds to the transaction's totals (SQL/fetch/call time and counts).
+void add_totals(Transaction* tx, const Totals& t);
+
+// Marks the transaction failed with this error text (the first error is kept).
+void mark_failed(Transaction* tx, std::string_view error);
+
+// Adds a transaction attribute (key/value; e.g. the RPC layer's "peer_service").
+void add_tx_attr(Transaction* tx, std::string_view key, std::string_view value);
+
+// W3C trace context of the transaction: its 16-byte trace id and its span id (= txid). For writing an
+// outbound `traceparent` header. Returns false when tx is null.
+bool trace_context(Transaction* tx, uint8_t trace_id[16], uint64_t* span_id);
+
+// Sets the caller's trace context on the transaction (from an inbound `traceparent`). The inbound HTTP
+// tracker already does this for `traceparent` request headers.
+void set_parent(Transaction* tx, const uint8_t trace_id[16], uint64_t parent_span_id);
+
+// A new random non-zero 64-bit id (socket uids, span ids of outbound calls).
+uint64_t new_id();
+
+// Monotonic clock in ns (the one the recorder uses for row times), for hooks timing sub-phases such as
+// SQL fetch time.
+uint64_t now_ns();
+
+}  // namespace rec
+}  // namespace txray

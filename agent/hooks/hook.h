@@ -1,0 +1,100 @@
+// Helpers every hook file uses: finding the real function, the guard that keeps the agent out of its
+// own threads and out of nested hooks, and keeping errno.
+//
+//   extern "C" ssize_t read(int fd, void* buf, size_t n) {
+//     auto real = TXRAY_REAL(read, nullptr);
+//     if (!real) { errno = ENOSYS; return -1; }   // behave even when the real one is missing
+//     txray::HookGuard guard;
+//     if (!guard) return real(fd, buf, n);        // agent off / agent thread / nested: pass through
+//     ssize_t r = real(fd, buf, n);
+//     txray::SaveErrno keep;                      // from here on errno stays as real() left it
+//     ...hand the facts to the core (agent/core/recorder.h)...
+//     return r;
+//   }
+//
+// Hooks do nothing else: no allocation on plain paths, no clock reads except through the recorder.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+
+namespace txray {
+
+namespace hooks {
+// dlsym(RTLD_NEXT, name); when that fails and `lib` is given (e.g. "libsqlite3.so.0"), dlsym in
+// dlopen(lib, RTLD_NOLOAD | RTLD_LAZY) — libraries Python dlopens in local scope are not visible to
+// RTLD_NEXT (PITFALLS 1). Returns nullptr when not found (not cached: it is tried again next call).
+void* resolve(const char* name, const char* lib);
+
+template <typename F>
+inline F real_fn(std::atomic<void*>& slot, const char* name, const char* lib) {
+  void* p = slot.load(std::memory_order_relaxed);
+  if (__builtin_expect(p == nullptr, 0)) {
+    p = resolve(name, lib);
+    if (p) slot.store(p, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<F>(p);
+}
+}  // namespace hooks
+
+// The real `name` (typed like the declaration of ::name in scope), resolved on first use and cached;
+// nullptr if it cannot be found. `lib` is the library to look in when RTLD_NEXT fails, or nullptr.
+// To resolve eagerly, call it once from a constructor (__attribute__((constructor))).
+#define TXRAY_REAL(name, lib)                                                                     \
+  ([]() {                                                                                         \
+    static std::atomic<void*> txray_slot_{nullptr};                                               \
+    return ::txray::hooks::real_fn<decltype(&::name)>(txray_slot_, #name, lib);                   \
+  }())
+
+// What kind of thread runs a hook, decided once per thread.
+enum class ThreadKind : unsigned char { unknown = 0, host = 1, agent = 2 };
+
+namespace hooks {
+// Thread-local state of the hook layer (initial-exec TLS: no allocation, no lock on first access).
+extern thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec")));
+extern thread_local bool t_in_hook __attribute__((tls_model("initial-exec")));
+// False in TXRAY_MODE=off and before the agent's constructor ran.
+extern std::atomic<bool> g_enabled;
+// Classifies the calling thread (threads named "ZMQbg…" or created by the agent are agent threads).
+ThreadKind classify_thread();
+// Marks the calling thread as an agent thread for good (the transport thread calls it first thing).
+void mark_agent_thread();
+}  // namespace hooks
+
+// True on the calling thread when a hook should record: the agent is enabled, this is a host thread
+// and no other hook of this thread is running (e.g. a library calling its own hooked functions, or a
+// signal handler interrupting a hook). While a true guard lives, nested hooks on this thread see false.
+class HookGuard {
+ public:
+  HookGuard() {
+    if (!hooks::g_enabled.load(std::memory_order_relaxed) || hooks::t_in_hook) return;
+    ThreadKind k = hooks::t_kind;
+    if (__builtin_expect(k == ThreadKind::unknown, 0)) k = hooks::classify_thread();
+    if (k != ThreadKind::host) return;
+    hooks::t_in_hook = true;
+    active_ = true;
+  }
+  ~HookGuard() {
+    if (active_) hooks::t_in_hook = false;
+  }
+  HookGuard(const HookGuard&) = delete;
+  HookGuard& operator=(const HookGuard&) = delete;
+  explicit operator bool() const { return active_; }
+
+ private:
+  bool active_ = false;
+};
+
+// Saves errno when constructed and puts it back when destroyed: construct it right after the real call.
+class SaveErrno {
+ public:
+  SaveErrno() : saved_(errno) {}
+  ~SaveErrno() { errno = saved_; }
+  SaveErrno(const SaveErrno&) = delete;
+  SaveErrno& operator=(const SaveErrno&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace txray
