@@ -8,7 +8,7 @@
 //   extern "C" int sqlite3_step(sqlite3_stmt* st) {
 //     auto real = TXRAY_REAL(sqlite3_step, "libsqlite3.so.0");
 //     if (!real) return SQLITE_MISUSE;             // must still behave for the program
-//     txray::HookGuard guard;                      // false: agent off, agent thread, or nested hook
+//     txray::HookGuard guard(txray::HookFamily::sql);  // false: agent off, agent thread, nested sql hook
 //     if (!guard) return real(st);
 //     txray::Transaction* tx = txray::rec::current();
 //     if (!tx) return real(st);                    // no transaction on this thread: nothing to record

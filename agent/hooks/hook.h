@@ -4,7 +4,7 @@
 //   extern "C" ssize_t read(int fd, void* buf, size_t n) {
 //     auto real = TXRAY_REAL(read, nullptr);
 //     if (!real) { errno = ENOSYS; return -1; }   // behave even when the real one is missing
-//     txray::HookGuard guard;
+//     txray::HookGuard guard(txray::HookFamily::socket);
 //     if (!guard) return real(fd, buf, n);        // agent off / agent thread / nested: pass through
 //     ssize_t r = real(fd, buf, n);
 //     txray::SaveErrno keep;                      // from here on errno stays as real() left it
@@ -13,6 +13,10 @@
 //   }
 //
 // Hooks do nothing else: no allocation on plain paths, no clock reads except through the recorder.
+//
+// Hook functions must be exported: agent/CMakeLists.txt compiles agent/hooks/*.cpp with default
+// visibility (the core and transport are hidden), so write them as plain `extern "C"` definitions and
+// keep helpers in an anonymous namespace.
 #pragma once
 
 #include <atomic>
@@ -52,7 +56,8 @@ enum class ThreadKind : unsigned char { unknown = 0, host = 1, agent = 2 };
 namespace hooks {
 // Thread-local state of the hook layer (initial-exec TLS: no allocation, no lock on first access).
 extern thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec")));
-extern thread_local bool t_in_hook __attribute__((tls_model("initial-exec")));
+// One bit per HookFamily: set while a hook of that family runs on this thread.
+extern thread_local unsigned t_in_family __attribute__((tls_model("initial-exec")));
 // False in TXRAY_MODE=off and before the agent's constructor ran.
 extern std::atomic<bool> g_enabled;
 // Classifies the calling thread (threads named "ZMQbg…" or created by the agent are agent threads).
@@ -61,27 +66,39 @@ ThreadKind classify_thread();
 void mark_agent_thread();
 }  // namespace hooks
 
-// True on the calling thread when a hook should record: the agent is enabled, this is a host thread
-// and no other hook of this thread is running (e.g. a library calling its own hooked functions, or a
-// signal handler interrupting a hook). While a true guard lives, nested hooks on this thread see false.
+// Families of hooks. Only the outermost call of a family is a step (libsqlite3 calls its own
+// sqlite3_prepare_v3, libpq its own PQexec: PITFALLS 2); different families nest freely (a SOCKET row
+// inside a DB_CONNECT, a DNS row inside an HTTP_CALL).
+enum class HookFamily : unsigned { socket = 0, sql = 1, http_call = 2, dns = 3, tls = 4, api = 5, other = 6 };
+
+// True when the agent is enabled and the calling thread is a host (not an agent) thread.
+inline bool host_thread_enabled() {
+  if (!hooks::g_enabled.load(std::memory_order_relaxed)) return false;
+  ThreadKind k = hooks::t_kind;
+  if (__builtin_expect(k == ThreadKind::unknown, 0)) k = hooks::classify_thread();
+  return k == ThreadKind::host;
+}
+
+// True on the calling thread when a hook of `family` should record: the agent is enabled, this is a
+// host thread and no other hook of the same family is running on this thread (a library calling its own
+// hooked functions, or a signal handler interrupting a hook). While a true guard lives, nested hooks of
+// the same family on this thread see false.
 class HookGuard {
  public:
-  HookGuard() {
-    if (!hooks::g_enabled.load(std::memory_order_relaxed) || hooks::t_in_hook) return;
-    ThreadKind k = hooks::t_kind;
-    if (__builtin_expect(k == ThreadKind::unknown, 0)) k = hooks::classify_thread();
-    if (k != ThreadKind::host) return;
-    hooks::t_in_hook = true;
+  explicit HookGuard(HookFamily family) : bit_(1u << static_cast<unsigned>(family)) {
+    if ((hooks::t_in_family & bit_) || !host_thread_enabled()) return;
+    hooks::t_in_family |= bit_;
     active_ = true;
   }
   ~HookGuard() {
-    if (active_) hooks::t_in_hook = false;
+    if (active_) hooks::t_in_family &= ~bit_;
   }
   HookGuard(const HookGuard&) = delete;
   HookGuard& operator=(const HookGuard&) = delete;
   explicit operator bool() const { return active_; }
 
  private:
+  unsigned bit_;
   bool active_ = false;
 };
 
