@@ -1,0 +1,33 @@
+// A forgiving SQL tokenizer for the dialects txray traces (SQLite, PostgreSQL). It never fails: input it
+// does not understand becomes punctuation, and an unterminated literal runs to the end of the input (so
+// that an unterminated string is masked whole rather than leaked). Comments and whitespace are not
+// tokens; a token only remembers whether something separated it from the previous one.
+//
+// Pure code, no allocation besides the output vector; used once per prepared statement (see
+// sql_normalizer.h), never per execution.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace txray::sql {
+
+enum class TokenKind : unsigned char {
+  word,          // unquoted identifier or keyword: SELECT, users, t1, _x, café
+  quoted_ident,  // "Name", `name`
+  literal,       // 'text', E'..', X'..', B'..', N'..', U&'..', $tag$..$tag$, 42, -1.5e3, 0x1F
+  param,         // ?, ?3, $1, :name, @name, $name
+  punct,         // one operator or punctuation character, or "::"
+};
+
+struct Token {
+  TokenKind kind;
+  bool space_before;  // whitespace or a comment came before this token
+  std::string_view text;
+};
+
+// Splits `sql` into tokens (views into `sql`). A leading sign is folded into a numeric literal when it
+// cannot be a binary operator (after an operator, '(', ',', the start, or a keyword such as WHERE).
+std::vector<Token> tokenize(std::string_view sql);
+
+}  // namespace txray::sql
