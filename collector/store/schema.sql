@@ -70,6 +70,8 @@ CREATE TABLE IF NOT EXISTS transactions(
 CREATE INDEX IF NOT EXISTS transactions_end   ON transactions(end_unix_ns);
 CREATE INDEX IF NOT EXISTS transactions_txid  ON transactions(txid);
 CREATE INDEX IF NOT EXISTS transactions_trace ON transactions(trace_id);
+-- Call linking: a callee's parent_span_id is the span id its caller's HTTP_CALL step sent (steps.ref_id).
+CREATE INDEX IF NOT EXISTS transactions_parent_span ON transactions(parent_span_id) WHERE parent_span_id != 0;
 
 CREATE TABLE IF NOT EXISTS steps(
   tx_id           INTEGER NOT NULL,     -- transactions.id
@@ -94,6 +96,7 @@ CREATE TABLE IF NOT EXISTS steps(
   callee_tx_id    INTEGER,              -- HTTP_CALL: transactions.id of the callee, once linked
   PRIMARY KEY(tx_id, no)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS steps_call_ref ON steps(ref_id) WHERE kind = 'HTTP_CALL';
 
 -- Steps folded past the per-transaction step limit (StepSummary in the wire format).
 CREATE TABLE IF NOT EXISTS step_summaries(

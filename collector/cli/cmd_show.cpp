@@ -1,0 +1,113 @@
+// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID] [--app NAME] [--json]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "format.h"
+#include "ids.h"
+#include "profile_json.h"
+#include "profile_text.h"
+#include "reader.h"
+#include "store.h"
+#include "trace_tree.h"
+
+namespace txray::cli {
+
+namespace {
+
+void print_json(const Transaction& t, int depth = -1) {
+  auto j = show::transaction_json(t);
+  if (depth >= 0) j["depth"] = depth;
+  // Texts captured from programs may hold invalid UTF-8: replace it rather than fail.
+  std::cout << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace
+
+int show_main(int argc, char** argv) {
+  CLI::App app{"Print stored transactions as X-View profiles: a header, then one row per step\n"
+               "[NO][START_TIME][GAP][CPU_T] message (times in ms), END and TOTAL[response][cpu].\n"
+               "Without a selection, the last transaction is shown.",
+               "txray show"};
+  std::string db_path, id_text, trace, app_name;
+  int last = 0, slowest = 0;
+  bool json = false;
+  app.add_option("--db", db_path, "SQLite file written by txray collect")->required();
+  auto* o_last = app.add_option("--last", last, "the N most recent transactions (oldest first)")->check(CLI::Range(1, 1000000));
+  auto* o_id = app.add_option("--id", id_text, "the transaction with this txid (16 hex digits)");
+  auto* o_slow = app.add_option("--slowest", slowest, "the N slowest transactions (slowest first)")->check(CLI::Range(1, 1000000));
+  auto* o_trace = app.add_option("--trace", trace, "every transaction of this trace (32 hex digits), as a call tree");
+  o_last->excludes(o_id)->excludes(o_slow)->excludes(o_trace);
+  o_id->excludes(o_slow)->excludes(o_trace);
+  o_slow->excludes(o_trace);
+  app.add_option("--app", app_name, "only transactions of this application");
+  app.add_flag("--json", json, "one JSON object per line per transaction");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  std::optional<uint64_t> txid;
+  if (!id_text.empty() && !(txid = parse_hex64(id_text))) {
+    std::fprintf(stderr, "txray show: --id wants a txid of 1 to 16 hex digits, got '%s'\n", id_text.c_str());
+    return 2;
+  }
+  if (!trace.empty()) {
+    if (!is_trace_hex(trace)) {
+      std::fprintf(stderr, "txray show: --trace wants a trace id of 32 hex digits, got '%s'\n", trace.c_str());
+      return 2;
+    }
+    for (auto& c : trace) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+
+  try {
+    Db db = open_store(db_path, OpenMode::kReadOnly);
+    Reader reader(db);
+    std::vector<int64_t> ids;
+    if (txid) ids = reader.by_txid(*txid, app_name);
+    else if (slowest > 0) ids = reader.slowest(slowest, app_name);
+    else if (!trace.empty()) ids = reader.by_trace(trace, app_name);
+    else ids = reader.last(last > 0 ? last : 1, app_name);
+
+    std::vector<Transaction> txs;
+    for (int64_t id : ids)
+      if (auto t = reader.load(id)) txs.push_back(std::move(*t));
+    if (txs.empty()) {
+      // JSON consumers get an empty stream; a person gets told (and a non-zero status).
+      if (json) return 0;
+      std::fprintf(stderr, "txray show: no matching transaction in %s\n", db_path.c_str());
+      return 1;
+    }
+
+    if (!trace.empty()) {
+      auto order = trace_order(txs);
+      if (!json) std::cout << "TRACE " << trace << "  (" << txs.size() << " transactions)\n";
+      if (!json) {
+        for (const auto& n : order) {
+          const auto& t = txs[n.index];
+          std::cout << std::string(4 * n.depth, ' ') << (n.depth ? "\\_ " : "") << hex16(t.txid) << "  " << t.app
+                    << "  " << t.name << "  " << show::ms_precise(t.elapsed_ns) << " ms" << "\n";
+        }
+      }
+      for (const auto& n : order) {
+        if (json) print_json(txs[n.index], n.depth);
+        else std::cout << show::profile_text(txs[n.index], std::string(4 * n.depth, ' '));
+      }
+    } else {
+      for (const auto& t : txs) {
+        if (json) print_json(t);
+        else std::cout << show::profile_text(t);
+      }
+    }
+    std::cout.flush();
+    return 0;
+  } catch (const StoreError& e) {
+    std::fprintf(stderr, "txray show: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace txray::cli

@@ -1,0 +1,219 @@
+#include "collect_service.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+#include <zmq.hpp>
+
+#include "bounded_queue.h"
+#include "store.h"
+#include "writer.h"
+
+namespace txray::ingest {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using BatchPtr = std::unique_ptr<v1::Batch>;
+
+int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
+// commit_window of time, whichever comes first.
+void writer_loop(Writer& writer, BoundedQueue<BatchPtr>& queue, const CollectOptions& opts, CollectStats& stats) {
+  using namespace std::chrono_literals;
+  while (true) {
+    auto first = queue.pop(200ms);
+    if (!first) {
+      if (queue.closed_and_empty()) return;
+      continue;
+    }
+    std::vector<BatchPtr> group;
+    group.push_back(std::move(*first));
+    size_t rows = 0;
+    uint64_t tx_in_group = 0;
+    try {
+      writer.begin();
+      auto deadline = Clock::now() + opts.commit_window;
+      int64_t now = unix_now_ns();
+      for (size_t i = 0;; ++i) {
+        WriteCounts c = writer.write(*group[i], now);
+        rows += c.transactions + c.steps + c.summaries;
+        tx_in_group += c.transactions;
+        stats.stored_steps += c.steps;
+        stats.links += c.links;
+        if (rows >= opts.commit_rows) break;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) break;
+        auto next = queue.pop(left);
+        if (!next) break;
+        group.push_back(std::move(*next));
+      }
+      writer.commit();
+      stats.stored_tx += tx_in_group;
+    } catch (const std::exception& e) {
+      writer.rollback();
+      uint64_t lost = 0;
+      for (const auto& b : group) lost += static_cast<uint64_t>(b->transactions_size());
+      stats.lost_tx += lost;
+      std::fprintf(stderr, "txray collect: could not store %" PRIu64 " transactions: %s\n", lost, e.what());
+    }
+  }
+}
+
+void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
+                  bool final_line) {
+  uint64_t recv = s.received_tx, stored = s.stored_tx;
+  std::fprintf(stderr,
+               "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
+               ", malformed %" PRIu64 " (oversize %" PRIu64 ", invalid %" PRIu64 "), lost %" PRIu64 ", queue %zu\n",
+               final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
+               secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(),
+               s.malformed + s.oversize + s.invalid, s.oversize.load(), s.invalid.load(), s.lost_tx.load(), queued);
+}
+
+// Receiving side: decode one message and queue it. Returns false only when the queue was closed.
+class Receiver {
+ public:
+  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<BatchPtr>& q) : opts_(o), stats_(s), queue_(q) {}
+
+  void handle(const zmq::message_t& msg) {
+    ++stats_.messages;
+    auto batch = std::make_unique<v1::Batch>();
+    DecodeResult r = decode_batch(msg.data(), msg.size(), *batch, opts_.limits);
+    if (!r.ok()) {
+      count_rejected(r);
+      return;
+    }
+    note_drops(*batch);
+    uint64_t n = static_cast<uint64_t>(batch->transactions_size());
+    stats_.received_tx += n;
+    using namespace std::chrono_literals;
+    // Block while the writer catches up (back-pressure). The queue is closed only after the last
+    // receive, so this always ends with the batch queued.
+    while (!queue_.push(std::move(batch), msg.size(), 200ms)) {
+    }
+  }
+
+ private:
+  void count_rejected(const DecodeResult& r) {
+    switch (r.status) {
+      case DecodeStatus::kOversize: ++stats_.oversize; break;
+      case DecodeStatus::kMalformed: ++stats_.malformed; break;
+      default: ++stats_.invalid; break;
+    }
+    // One line per rejected message would let a sender flood the log: report the first few.
+    if (++rejected_logged_ <= 10) {
+      std::fprintf(stderr, "txray collect: dropped a %s message: %s%s\n", to_string(r.status), r.reason.c_str(),
+                   rejected_logged_ == 10 ? " (further rejections are only counted)" : "");
+    }
+  }
+
+  // Agents send cumulative counters: keep the latest total per instance and their sum.
+  void note_drops(const v1::Batch& b) {
+    const auto& d = b.drops();
+    uint64_t total = d.queue_full() + d.send_failed() + d.encode_failed();
+    uint64_t& prev = drops_[b.agent().instance_id()];
+    if (total > prev) {
+      stats_.agent_drops += total - prev;
+      prev = total;
+    }
+  }
+
+  const CollectOptions& opts_;
+  CollectStats& stats_;
+  BoundedQueue<BatchPtr>& queue_;
+  std::unordered_map<uint64_t, uint64_t> drops_;
+  uint64_t rejected_logged_ = 0;
+};
+
+}  // namespace
+
+int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats) {
+  silence_protobuf_logging();
+  Db db;
+  try {
+    db = open_store(opts.db, OpenMode::kCreate);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "txray collect: %s\n", e.what());
+    return 2;
+  }
+
+  zmq::context_t ctx(1);
+  zmq::socket_t sock(ctx, zmq::socket_type::pull);
+  try {
+    // libzmq drops the connection of a peer that sends more than this: a hard cap on memory. Messages
+    // between max_message_bytes and the cap still arrive, and are counted as oversize by the decoder.
+    int64_t cap = static_cast<int64_t>(opts.limits.max_message_bytes) * 2 + 1024;
+    sock.set(zmq::sockopt::maxmsgsize, cap);
+    sock.set(zmq::sockopt::rcvhwm, 1000);
+    sock.set(zmq::sockopt::linger, 0);
+    sock.bind(opts.listen);
+  } catch (const zmq::error_t& e) {
+    std::fprintf(stderr, "txray collect: cannot listen on %s: %s\n", opts.listen.c_str(), e.what());
+    return 2;
+  }
+
+  Writer writer(db);
+  BoundedQueue<BatchPtr> queue(opts.queue_batches, opts.queue_bytes);
+  std::thread writer_thread([&] {
+    // Signals go to the receiving thread, which turns them into a clean stop.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    writer_loop(writer, queue, opts, stats);
+  });
+
+  std::fprintf(stderr, "txray collect: listening on %s, storing into %s\n", opts.listen.c_str(), opts.db.c_str());
+  Receiver receiver(opts, stats, queue);
+  auto last_status = Clock::now();
+  uint64_t prev_recv = 0, prev_stored = 0;
+  auto recv_for = [&](std::chrono::milliseconds wait) -> bool {
+    zmq::pollitem_t item{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0};
+    try {
+      if (zmq::poll(&item, 1, wait) <= 0) return false;
+      zmq::message_t msg;
+      if (!sock.recv(msg, zmq::recv_flags::dontwait)) return false;
+      receiver.handle(msg);
+      return true;
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) return false;  // a signal: the loop looks at `stop`
+      throw;
+    }
+  };
+
+  while (!stop.load()) {
+    recv_for(std::chrono::milliseconds(100));
+    if (opts.status_interval_s > 0) {
+      auto now = Clock::now();
+      double secs = std::chrono::duration<double>(now - last_status).count();
+      if (secs >= opts.status_interval_s) {
+        print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
+        prev_recv = stats.received_tx;
+        prev_stored = stats.stored_tx;
+        last_status = now;
+      }
+    }
+  }
+
+  // Stop requested: take in what libzmq already holds (until the socket has been quiet for a moment),
+  // then let the writer store the queue and finish.
+  auto drain_deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < drain_deadline && recv_for(std::chrono::milliseconds(250))) {
+  }
+  queue.close();
+  writer_thread.join();
+  double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
+  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
+  return 0;
+}
+
+}  // namespace txray::ingest

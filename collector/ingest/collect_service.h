@@ -1,0 +1,44 @@
+// `txray collect`: a ZeroMQ PULL socket, decoding on the receiving thread, a bounded queue to a writer
+// thread, and batched SQLite writes (many agent batches per SQLite transaction).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "decoder.h"
+
+namespace txray::ingest {
+
+struct CollectOptions {
+  std::string listen;  // ZeroMQ endpoint to bind: tcp://HOST:PORT or ipc://PATH
+  std::string db;      // SQLite file, created when missing
+  double status_interval_s = 5;  // 0 turns the periodic status line off
+  Limits limits;
+  size_t queue_batches = 512;                 // decoded batches waiting for the writer
+  size_t queue_bytes = 256u << 20;            // … and their encoded size
+  size_t commit_rows = 20000;                 // rows per SQLite transaction, at most (roughly)
+  std::chrono::milliseconds commit_window{100};  // and at most this long before a commit
+};
+
+// Counters shared by the two threads; read for the status line and the final summary.
+struct CollectStats {
+  std::atomic<uint64_t> messages{0};      // ZeroMQ messages received
+  std::atomic<uint64_t> received_tx{0};   // transactions in accepted batches
+  std::atomic<uint64_t> stored_tx{0};
+  std::atomic<uint64_t> stored_steps{0};
+  std::atomic<uint64_t> malformed{0};     // unparsable messages
+  std::atomic<uint64_t> invalid{0};       // parsed but breaking the wire format's rules
+  std::atomic<uint64_t> oversize{0};      // larger than limits.max_message_bytes
+  std::atomic<uint64_t> lost_tx{0};       // accepted but not stored because SQLite failed
+  std::atomic<uint64_t> agent_drops{0};   // sum of the latest drop counters of the agents seen
+  std::atomic<uint64_t> links{0};         // HTTP_CALL steps linked to callees
+};
+
+// Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then drains what ZeroMQ has
+// already received, stores everything and returns 0. Returns 2 with a message on stderr when the
+// endpoint cannot be bound or the database cannot be opened.
+int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats);
+
+}  // namespace txray::ingest

@@ -1,0 +1,108 @@
+// Plain value types of the stored data, as the readers (txray show, report, viewer) see them.
+// Ids are the unsigned wire values; optional fields are the nullable columns of schema.sql.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace txray {
+
+using Attributes = std::vector<std::pair<std::string, std::string>>;
+
+struct Agent {
+  int64_t id = 0;  // agents.id
+  uint64_t instance_id = 0;
+  std::string host;
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  std::string program;
+  std::string app;
+  std::string agent_version;
+  int64_t start_unix_ns = 0;
+  std::string mode;
+  std::string command_line;
+  int64_t first_seen_unix_ns = 0;
+  int64_t last_seen_unix_ns = 0;
+  int64_t batches = 0;
+  int64_t drops_queue_full = 0;
+  int64_t drops_send_failed = 0;
+  int64_t drops_encode_failed = 0;
+  int64_t steps_summarized = 0;
+  int64_t internal_errors = 0;
+};
+
+struct Step {
+  int no = 0;
+  int parent = -1;
+  std::string kind;  // START, END, SOCKET, SOCKET_CLOSE, MESSAGE, SQL, DB_CONNECT, HTTP_CALL, DNS
+  int64_t start_offset_ns = 0;
+  int64_t gap_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t elapsed_ns = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  std::string text;
+  std::string error;  // empty when the step succeeded
+  std::optional<uint64_t> id;  // socket uid, span id of a call
+  std::optional<int64_t> rows;
+  std::optional<int64_t> fetch_ns;
+  std::optional<uint64_t> fingerprint;
+  std::optional<int64_t> status;
+  std::optional<int64_t> changes;
+  Attributes attributes;
+  std::optional<int64_t> callee_tx_id;  // transactions.id of the callee, once linked
+  std::optional<uint64_t> callee_txid;  // its txid
+
+  const std::string* attribute(const std::string& key) const {
+    for (const auto& [k, v] : attributes)
+      if (k == key) return &v;
+    return nullptr;
+  }
+};
+
+struct Summary {
+  std::string kind;
+  uint64_t fingerprint = 0;
+  std::string text;
+  int64_t count = 0;
+  int64_t elapsed_ns = 0;
+  std::optional<int64_t> rows;
+  int64_t errors = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+};
+
+struct Transaction {
+  int64_t id = 0;  // transactions.id (store-local)
+  uint64_t txid = 0;
+  std::string trace_id;  // 32 lowercase hex digits, "" when none
+  uint64_t parent_span_id = 0;
+  Agent agent;
+  std::string app;
+  std::string name;
+  std::string kind;
+  int64_t start_unix_ns = 0;
+  int64_t end_unix_ns = 0;
+  int64_t elapsed_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t sql_ns = 0;
+  int64_t fetch_ns = 0;
+  int64_t call_ns = 0;
+  int64_t sql_count = 0;
+  int64_t call_count = 0;
+  int64_t status = 0;
+  std::string error;  // empty on success
+  std::string client_addr;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  int64_t tid = 0;
+  int64_t step_count = 0;
+  Attributes attributes;
+  std::vector<Step> steps;
+  std::vector<Summary> summary;
+};
+
+}  // namespace txray

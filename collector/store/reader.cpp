@@ -1,0 +1,199 @@
+#include "reader.h"
+
+#include <algorithm>
+
+#include "attributes_json.h"
+#include "ids.h"
+
+namespace txray {
+
+namespace {
+
+constexpr const char* kAgentColumns =
+    "id, instance_id, host, pid, ppid, program, app, agent_version, start_unix_ns, mode, command_line,"
+    " first_seen_unix_ns, last_seen_unix_ns, batches, drops_queue_full, drops_send_failed,"
+    " drops_encode_failed, steps_summarized, internal_errors";
+
+Agent agent_from(const Stmt& s) {
+  Agent a;
+  int c = 0;
+  a.id = s.i64(c++);
+  a.instance_id = to_unsigned(s.i64(c++));
+  a.host = s.text(c++);
+  a.pid = s.i64(c++);
+  a.ppid = s.i64(c++);
+  a.program = s.text(c++);
+  a.app = s.text(c++);
+  a.agent_version = s.text(c++);
+  a.start_unix_ns = s.i64(c++);
+  a.mode = s.text(c++);
+  a.command_line = s.text(c++);
+  a.first_seen_unix_ns = s.i64(c++);
+  a.last_seen_unix_ns = s.i64(c++);
+  a.batches = s.i64(c++);
+  a.drops_queue_full = s.i64(c++);
+  a.drops_send_failed = s.i64(c++);
+  a.drops_encode_failed = s.i64(c++);
+  a.steps_summarized = s.i64(c++);
+  a.internal_errors = s.i64(c++);
+  return a;
+}
+
+std::optional<uint64_t> opt_u64(const Stmt& s, int col) {
+  if (s.is_null(col)) return std::nullopt;
+  return to_unsigned(s.i64(col));
+}
+
+}  // namespace
+
+Reader::Reader(const Db& db) : db_(db) {}
+
+std::vector<int64_t> Reader::ids(const std::string& sql, const std::string& app, std::optional<int64_t> p1,
+                                 std::optional<std::string> ptext) {
+  Stmt s(db_, sql);
+  int i = 1;
+  if (p1) s.bind(i++, *p1);
+  if (ptext) s.bind(i++, *ptext);
+  if (!app.empty()) s.bind(i++, app);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
+std::vector<int64_t> Reader::last(int n, const std::string& app) {
+  std::string where = app.empty() ? "" : " WHERE app = ?2";
+  auto v = ids("SELECT id FROM transactions" + where + " ORDER BY end_unix_ns DESC, id DESC LIMIT ?1", app, n,
+               std::nullopt);
+  std::reverse(v.begin(), v.end());
+  return v;
+}
+
+std::vector<int64_t> Reader::slowest(int n, const std::string& app) {
+  std::string where = app.empty() ? "" : " WHERE app = ?2";
+  return ids("SELECT id FROM transactions" + where + " ORDER BY elapsed_ns DESC, id LIMIT ?1", app, n,
+             std::nullopt);
+}
+
+std::vector<int64_t> Reader::by_txid(uint64_t txid, const std::string& app) {
+  std::string and_app = app.empty() ? "" : " AND app = ?2";
+  return ids("SELECT id FROM transactions WHERE txid = ?1" + and_app + " ORDER BY id", app, to_signed(txid),
+             std::nullopt);
+}
+
+std::vector<int64_t> Reader::by_trace(const std::string& trace, const std::string& app) {
+  std::string and_app = app.empty() ? "" : " AND app = ?2";
+  return ids("SELECT id FROM transactions WHERE trace_id = ?1" + and_app + " ORDER BY start_unix_ns, id", app,
+             std::nullopt, trace);
+}
+
+std::optional<Agent> Reader::agent(int64_t agent_id) {
+  Stmt s(db_, std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?1");
+  s.bind(1, agent_id);
+  if (!s.step()) return std::nullopt;
+  return agent_from(s);
+}
+
+std::vector<Agent> Reader::agents() {
+  Stmt s(db_, std::string("SELECT ") + kAgentColumns + " FROM agents ORDER BY id");
+  std::vector<Agent> out;
+  while (s.step()) out.push_back(agent_from(s));
+  return out;
+}
+
+int64_t Reader::transaction_count() {
+  Stmt s(db_, "SELECT count(*) FROM transactions");
+  s.step();
+  return s.i64(0);
+}
+
+std::optional<Transaction> Reader::load(int64_t id) {
+  Stmt s(db_,
+         "SELECT id, txid, trace_id, parent_span_id, agent_id, app, name, kind, start_unix_ns, end_unix_ns,"
+         " elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, sql_count, call_count, status, error, client_addr,"
+         " bytes_read, bytes_written, tid, step_count, attributes FROM transactions WHERE id = ?1");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  Transaction t;
+  int c = 0;
+  t.id = s.i64(c++);
+  t.txid = to_unsigned(s.i64(c++));
+  t.trace_id = s.text(c++);
+  t.parent_span_id = to_unsigned(s.i64(c++));
+  int64_t agent_id = s.i64(c++);
+  t.app = s.text(c++);
+  t.name = s.text(c++);
+  t.kind = s.text(c++);
+  t.start_unix_ns = s.i64(c++);
+  t.end_unix_ns = s.i64(c++);
+  t.elapsed_ns = s.i64(c++);
+  t.cpu_ns = s.i64(c++);
+  t.sql_ns = s.i64(c++);
+  t.fetch_ns = s.i64(c++);
+  t.call_ns = s.i64(c++);
+  t.sql_count = s.i64(c++);
+  t.call_count = s.i64(c++);
+  t.status = s.i64(c++);
+  t.error = s.text(c++);
+  t.client_addr = s.text(c++);
+  t.bytes_read = s.i64(c++);
+  t.bytes_written = s.i64(c++);
+  t.tid = s.i64(c++);
+  t.step_count = s.i64(c++);
+  t.attributes = parse_attributes_json(s.text(c++));
+  if (auto a = agent(agent_id)) t.agent = std::move(*a);
+
+  Stmt st(db_,
+          "SELECT s.no, s.parent, s.kind, s.start_offset_ns, s.gap_ns, s.cpu_ns, s.elapsed_ns, s.bytes_read,"
+          " s.bytes_written, x.text, s.error, s.ref_id, s.rows, s.fetch_ns, s.fingerprint, s.status, s.changes,"
+          " s.attributes, s.callee_tx_id, c.txid"
+          " FROM steps s LEFT JOIN texts x ON x.id = s.text_id LEFT JOIN transactions c ON c.id = s.callee_tx_id"
+          " WHERE s.tx_id = ?1 ORDER BY s.no");
+  st.bind(1, id);
+  while (st.step()) {
+    Step p;
+    int k = 0;
+    p.no = static_cast<int>(st.i64(k++));
+    p.parent = static_cast<int>(st.i64(k++));
+    p.kind = st.text(k++);
+    p.start_offset_ns = st.i64(k++);
+    p.gap_ns = st.i64(k++);
+    p.cpu_ns = st.i64(k++);
+    p.elapsed_ns = st.i64(k++);
+    p.bytes_read = st.i64(k++);
+    p.bytes_written = st.i64(k++);
+    p.text = st.text(k++);
+    p.error = st.text(k++);
+    p.id = opt_u64(st, k++);
+    p.rows = st.opt_i64(k++);
+    p.fetch_ns = st.opt_i64(k++);
+    p.fingerprint = opt_u64(st, k++);
+    p.status = st.opt_i64(k++);
+    p.changes = st.opt_i64(k++);
+    p.attributes = parse_attributes_json(st.text(k++));
+    p.callee_tx_id = st.opt_i64(k++);
+    p.callee_txid = opt_u64(st, k++);
+    t.steps.push_back(std::move(p));
+  }
+
+  Stmt sm(db_,
+          "SELECT m.kind, m.fingerprint, x.text, m.count, m.elapsed_ns, m.rows, m.errors, m.bytes_read,"
+          " m.bytes_written FROM step_summaries m LEFT JOIN texts x ON x.id = m.text_id"
+          " WHERE m.tx_id = ?1 ORDER BY m.rowid");
+  sm.bind(1, id);
+  while (sm.step()) {
+    Summary m;
+    m.kind = sm.text(0);
+    m.fingerprint = to_unsigned(sm.i64(1));
+    m.text = sm.text(2);
+    m.count = sm.i64(3);
+    m.elapsed_ns = sm.i64(4);
+    m.rows = sm.opt_i64(5);
+    m.errors = sm.i64(6);
+    m.bytes_read = sm.i64(7);
+    m.bytes_written = sm.i64(8);
+    t.summary.push_back(std::move(m));
+  }
+  return t;
+}
+
+}  // namespace txray

@@ -1,0 +1,39 @@
+// The store's reader: selects transactions and loads them whole (agent, steps with their texts and
+// callee links, summaries) as plain values. Used by `txray show`; available to the report and viewer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model.h"
+#include "sqlite_handle.h"
+
+namespace txray {
+
+class Reader {
+ public:
+  // db may be read-only; it must outlive the reader.
+  explicit Reader(const Db& db);
+
+  // transactions.id of the selection; an empty app means every application.
+  std::vector<int64_t> last(int n, const std::string& app = {});      // most recent by end time, oldest first
+  std::vector<int64_t> slowest(int n, const std::string& app = {});   // by response time, slowest first
+  std::vector<int64_t> by_txid(uint64_t txid, const std::string& app = {});
+  std::vector<int64_t> by_trace(const std::string& trace_hex, const std::string& app = {});  // by start time
+
+  // The whole transaction; nullopt when no row has this id.
+  std::optional<Transaction> load(int64_t id);
+  std::optional<Agent> agent(int64_t agent_id);
+  std::vector<Agent> agents();
+  int64_t transaction_count();
+
+ private:
+  std::vector<int64_t> ids(const std::string& sql, const std::string& app, std::optional<int64_t> p1,
+                           std::optional<std::string> ptext);
+
+  const Db& db_;
+};
+
+}  // namespace txray

@@ -1,0 +1,73 @@
+#include "store.h"
+
+#include <sys/stat.h>
+
+#include "schema_sql.h"  // generated from schema.sql by CMake: kSchemaSql
+
+namespace txray {
+
+const char* schema_sql() { return kSchemaSql; }
+
+namespace {
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Reads meta.schema_version; "" when the table or the key is missing. Also surfaces "file is not a
+// database" from SQLite, which only shows up on the first read.
+std::string schema_version(const Db& db, const std::string& path) {
+  try {
+    Stmt has(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'");
+    has.step();
+    if (has.i64(0) == 0) return "";
+    Stmt v(db, "SELECT value FROM meta WHERE key='schema_version'");
+    return v.step() ? v.text(0) : "";
+  } catch (const StoreError& e) {
+    throw StoreError(path + " is not a txray store (" + e.what() + ")");
+  }
+}
+
+int table_count(const Db& db) {
+  Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table'");
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+}  // namespace
+
+Db open_store(const std::string& path, OpenMode mode) {
+  if (path.empty()) throw StoreError("no database file given");
+  if (mode == OpenMode::kReadOnly && !file_exists(path)) throw StoreError(path + " does not exist");
+
+  int flags = mode == OpenMode::kCreate ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
+  sqlite3* h = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  Db db(h);
+  if (rc != SQLITE_OK) {
+    throw StoreError("cannot open " + path + ": " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc)));
+  }
+  sqlite3_busy_timeout(h, 5000);
+
+  std::string version = schema_version(db, path);
+  if (mode == OpenMode::kReadOnly) {
+    if (version.empty()) throw StoreError(path + " is not a txray store (no schema_version in table meta)");
+  } else {
+    // Never write our tables into somebody else's database.
+    if (version.empty() && table_count(db) > 0) {
+      throw StoreError(path + " is an SQLite database but not a txray store; refusing to write to it");
+    }
+    db.exec("PRAGMA journal_mode=WAL");
+    db.exec("PRAGMA synchronous=NORMAL");
+    db.exec(kSchemaSql);
+    version = schema_version(db, path);
+  }
+  if (version != std::to_string(kSchemaVersion)) {
+    throw StoreError(path + " has txray schema version " + version + "; this txray reads version " +
+                     std::to_string(kSchemaVersion));
+  }
+  return db;
+}
+
+}  // namespace txray

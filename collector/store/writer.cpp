@@ -1,0 +1,248 @@
+#include "writer.h"
+
+#include "attributes_json.h"
+#include "ids.h"
+
+namespace txray {
+
+namespace {
+
+constexpr size_t kMaxCachedTexts = 1 << 20;  // the cache is dropped when it grows past this
+
+const char* kind_name(int kind) {
+  static const char* const kNames[] = {"UNSPECIFIED", "START", "END", "SOCKET", "SOCKET_CLOSE", "MESSAGE",
+                                       "SQL", "DB_CONNECT", "HTTP_CALL", "DNS"};
+  if (kind < 0 || kind >= static_cast<int>(std::size(kNames))) return "UNSPECIFIED";
+  return kNames[kind];
+}
+
+template <typename Repeated>
+void attributes_json(std::string& out, const Repeated& attrs) {
+  out.clear();
+  if (attrs.empty()) return;
+  out += '{';
+  bool first = true;
+  for (const auto& a : attrs) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, a.key());
+    out += ':';
+    append_json_string(out, a.value());
+  }
+  out += '}';
+}
+
+}  // namespace
+
+Writer::Writer(Db& db)
+    : db_(db),
+      begin_(db, "BEGIN"),
+      commit_(db, "COMMIT"),
+      rollback_(db, "ROLLBACK"),
+      agent_upsert_(db,
+                    "INSERT INTO agents(instance_id, host, pid, ppid, program, app, agent_version, start_unix_ns,"
+                    " mode, command_line, first_seen_unix_ns, last_seen_unix_ns, batches, drops_queue_full,"
+                    " drops_send_failed, drops_encode_failed, steps_summarized, internal_errors)"
+                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?11,1,?12,?13,?14,?15,?16)"
+                    " ON CONFLICT(instance_id) DO UPDATE SET last_seen_unix_ns=excluded.last_seen_unix_ns,"
+                    " batches=batches+1,"
+                    " drops_queue_full=max(drops_queue_full, excluded.drops_queue_full),"
+                    " drops_send_failed=max(drops_send_failed, excluded.drops_send_failed),"
+                    " drops_encode_failed=max(drops_encode_failed, excluded.drops_encode_failed),"
+                    " steps_summarized=max(steps_summarized, excluded.steps_summarized),"
+                    " internal_errors=max(internal_errors, excluded.internal_errors)"
+                    " RETURNING id"),
+      tx_insert_(db,
+                 "INSERT INTO transactions(txid, trace_id, parent_span_id, agent_id, app, name, kind,"
+                 " start_unix_ns, end_unix_ns, elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, sql_count,"
+                 " call_count, status, error, client_addr, bytes_read, bytes_written, tid, step_count, attributes)"
+                 " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"),
+      step_insert_(db,
+                   "INSERT INTO steps(tx_id, no, parent, kind, start_offset_ns, gap_ns, cpu_ns, elapsed_ns,"
+                   " bytes_read, bytes_written, text_id, error, ref_id, rows, fetch_ns, fingerprint, status,"
+                   " changes, attributes, callee_tx_id)"
+                   " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)"),
+      summary_insert_(db,
+                      "INSERT INTO step_summaries(tx_id, kind, fingerprint, text_id, count, elapsed_ns, rows,"
+                      " errors, bytes_read, bytes_written) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"),
+      text_insert_(db, "INSERT INTO texts(hash, text) VALUES(?1, ?2) ON CONFLICT(hash) DO NOTHING"),
+      text_select_(db, "SELECT id FROM texts WHERE hash = ?1"),
+      link_callee_(db,
+                   "UPDATE steps SET callee_tx_id = ?1"
+                   " WHERE kind = 'HTTP_CALL' AND ref_id = ?2 AND callee_tx_id IS NULL"),
+      find_callee_(db,
+                   "SELECT id FROM transactions WHERE parent_span_id = ?1 AND parent_span_id != 0"
+                   " ORDER BY id LIMIT 1") {}
+
+void Writer::begin() {
+  begin_.run();
+  in_tx_ = true;
+}
+
+void Writer::commit() {
+  commit_.run();
+  in_tx_ = false;
+}
+
+void Writer::rollback() {
+  if (in_tx_) {
+    try {
+      rollback_.run();
+    } catch (const StoreError&) {
+      // SQLite may already have rolled back by itself (e.g. SQLITE_FULL); nothing left to undo.
+    }
+  }
+  in_tx_ = false;
+  text_ids_.clear();
+}
+
+WriteCounts Writer::write(const v1::Batch& batch, int64_t now) {
+  WriteCounts counts;
+  int64_t agent_id = upsert_agent(batch, now);
+  const std::string& app = batch.agent().app().empty() ? batch.agent().program() : batch.agent().app();
+  for (const auto& tx : batch.transactions()) {
+    int64_t row = insert_transaction(tx, agent_id, app);
+    ++counts.transactions;
+    for (int i = 0; i < tx.steps_size(); ++i) insert_step(row, i, tx.steps(i), counts);
+    for (const auto& s : tx.summary()) {
+      insert_summary(row, s);
+      ++counts.summaries;
+    }
+    if (tx.parent_span_id() != 0) {
+      // The caller's HTTP_CALL may have arrived first: link it now.
+      link_callee_.bind(1, row).bind(2, tx.parent_span_id()).run();
+      counts.links += static_cast<uint64_t>(sqlite3_changes(db_.get()));
+    }
+  }
+  return counts;
+}
+
+int64_t Writer::upsert_agent(const v1::Batch& b, int64_t now) {
+  const auto& a = b.agent();
+  const auto& d = b.drops();
+  Stmt& s = agent_upsert_;
+  s.bind(1, a.instance_id())
+      .bind_static(2, a.host())
+      .bind(3, a.pid())
+      .bind(4, a.ppid())
+      .bind_static(5, a.program())
+      .bind_static(6, a.app().empty() ? a.program() : a.app())
+      .bind_static(7, a.agent_version())
+      .bind(8, a.start_unix_ns())
+      .bind_static(9, a.mode())
+      .bind_static(10, a.command_line())
+      .bind(11, now)
+      .bind(12, d.queue_full())
+      .bind(13, d.send_failed())
+      .bind(14, d.encode_failed())
+      .bind(15, d.steps_summarized())
+      .bind(16, d.internal_errors());
+  s.step();
+  int64_t id = s.i64(0);
+  s.reset();
+  return id;
+}
+
+int64_t Writer::insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app) {
+  std::string trace = trace_hex(tx.trace_id());
+  attributes_json(json_buf_, tx.attributes());
+  Stmt& s = tx_insert_;
+  s.bind(1, tx.txid())
+      .bind_text_or_null(2, trace)
+      .bind(3, tx.parent_span_id())
+      .bind(4, agent_id)
+      .bind_static(5, app)
+      .bind_static(6, tx.name())
+      .bind_text_or_null(7, tx.kind())
+      .bind(8, tx.start_unix_ns())
+      .bind(9, tx.start_unix_ns() + tx.elapsed_ns())
+      .bind(10, tx.elapsed_ns())
+      .bind(11, tx.cpu_ns())
+      .bind(12, tx.sql_ns())
+      .bind(13, tx.fetch_ns())
+      .bind(14, tx.call_ns())
+      .bind(15, tx.sql_count())
+      .bind(16, tx.call_count())
+      .bind(17, tx.status())
+      .bind_text_or_null(18, tx.error())
+      .bind_text_or_null(19, tx.client_addr())
+      .bind(20, tx.bytes_read())
+      .bind(21, tx.bytes_written())
+      .bind(22, tx.tid())
+      .bind(23, tx.steps_size())
+      .bind_text_or_null(24, json_buf_);
+  s.run();
+  return sqlite3_last_insert_rowid(db_.get());
+}
+
+void Writer::insert_step(int64_t tx_row, int no, const v1::Step& st, WriteCounts& counts) {
+  const bool is_sql = st.kind() == v1::SQL;
+  const bool is_call = st.kind() == v1::HTTP_CALL;
+  attributes_json(json_buf_, st.attributes());
+  Stmt& s = step_insert_;
+  s.bind(1, tx_row)
+      .bind(2, no)
+      .bind(3, st.parent())
+      .bind_static(4, kind_name(st.kind()))
+      .bind(5, st.start_offset_ns())
+      .bind(6, st.gap_ns())
+      .bind(7, st.cpu_ns())
+      .bind(8, st.elapsed_ns())
+      .bind(9, st.bytes_read())
+      .bind(10, st.bytes_written());
+  if (int64_t t = text_id(st.text()); t != 0) s.bind(11, t);
+  s.bind_text_or_null(12, st.error());
+  if (st.id() != 0) s.bind(13, st.id());
+  // rows/changes: -1 means unknown (stored NULL); for other kinds than SQL they are stored only when set.
+  if (st.rows() >= 0 && (is_sql || st.rows() != 0)) s.bind(14, st.rows());
+  if (is_sql || st.fetch_ns() != 0) s.bind(15, st.fetch_ns());
+  if (st.fingerprint() != 0) s.bind(16, st.fingerprint());
+  if (st.status() != 0) s.bind(17, st.status());
+  if (st.changes() >= 0 && (is_sql || st.changes() != 0)) s.bind(18, st.changes());
+  if (!json_buf_.empty()) s.bind_static(19, json_buf_);
+  if (is_call && st.id() != 0) {
+    // The callee may have arrived first.
+    find_callee_.bind(1, st.id());
+    if (find_callee_.step()) {
+      s.bind(20, find_callee_.i64(0));
+      ++counts.links;
+    }
+    find_callee_.reset();
+  }
+  s.run();
+  ++counts.steps;
+}
+
+void Writer::insert_summary(int64_t tx_row, const v1::StepSummary& sm) {
+  Stmt& s = summary_insert_;
+  s.bind(1, tx_row).bind_static(2, kind_name(sm.kind()));
+  if (sm.fingerprint() != 0) s.bind(3, sm.fingerprint());
+  if (int64_t t = text_id(sm.text()); t != 0) s.bind(4, t);
+  s.bind(5, sm.count()).bind(6, sm.elapsed_ns());
+  if (sm.rows() >= 0) s.bind(7, sm.rows());
+  s.bind(8, sm.errors()).bind(9, sm.bytes_read()).bind(10, sm.bytes_written());
+  s.run();
+}
+
+int64_t Writer::text_id(std::string_view text) {
+  if (text.empty()) return 0;
+  // A 64-bit hash collision between two distinct texts would make them share a row; at FNV-1a's
+  // 2^-64 per pair this is accepted (documented in docs/schema.md).
+  uint64_t h = fnv1a64(text);
+  if (auto it = text_ids_.find(h); it != text_ids_.end()) return it->second;
+  text_insert_.bind(1, h).bind_static(2, text).run();
+  int64_t id;
+  if (sqlite3_changes(db_.get()) > 0) {
+    id = sqlite3_last_insert_rowid(db_.get());
+  } else {
+    text_select_.bind(1, h);
+    text_select_.step();
+    id = text_select_.i64(0);
+    text_select_.reset();
+  }
+  if (text_ids_.size() >= kMaxCachedTexts) text_ids_.clear();
+  text_ids_.emplace(h, id);
+  return id;
+}
+
+}  // namespace txray

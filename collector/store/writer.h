@@ -1,0 +1,60 @@
+// The store's writer: inserts decoded batches (txray.v1.Batch) with prepared statements. The caller
+// groups many batches into one SQLite transaction (begin() … write() … commit()); a commit every few
+// thousand rows is what makes ingest fast. Not thread-safe: one writer per connection, one thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+
+#include "sqlite_handle.h"
+#include "txray/v1/txray.pb.h"
+
+namespace txray {
+
+struct WriteCounts {
+  uint64_t transactions = 0;
+  uint64_t steps = 0;
+  uint64_t summaries = 0;
+  uint64_t links = 0;  // HTTP_CALL steps linked to their callee by this write
+};
+
+class Writer {
+ public:
+  // db must have been opened with OpenMode::kCreate and outlive the writer.
+  explicit Writer(Db& db);
+
+  void begin();
+  void commit();
+  // Undoes the open transaction and forgets cached text ids (they may name rows that were rolled back).
+  void rollback();
+  bool in_transaction() const { return in_tx_; }
+
+  // Inserts one batch: upserts its agent (with the latest cumulative drop counters), then its
+  // transactions, steps and summaries, and links outbound calls with their callees in either arrival
+  // order. Expects a batch that ingest::validate_batch accepted. Must be called inside begin/commit.
+  WriteCounts write(const v1::Batch& batch, int64_t received_unix_ns);
+
+ private:
+  int64_t upsert_agent(const v1::Batch& batch, int64_t now);
+  int64_t insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app);
+  void insert_step(int64_t tx_row, int no, const v1::Step& s, WriteCounts& counts);
+  void insert_summary(int64_t tx_row, const v1::StepSummary& s);
+  // Id of the texts row holding `text` (inserted when new); NULL-able: returns 0 for an empty text.
+  int64_t text_id(std::string_view text);
+
+  Db& db_;
+  bool in_tx_ = false;
+  Stmt begin_, commit_, rollback_;
+  Stmt agent_upsert_;
+  Stmt tx_insert_;
+  Stmt step_insert_;
+  Stmt summary_insert_;
+  Stmt text_insert_, text_select_;
+  Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
+  Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
+  std::unordered_map<uint64_t, int64_t> text_ids_;  // FNV-1a hash -> texts.id
+  std::string json_buf_;
+};
+
+}  // namespace txray
