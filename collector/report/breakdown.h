@@ -1,0 +1,65 @@
+// Where one transaction's response time went.
+//
+// Exclusive split (the parts add up to the response time exactly):
+//   sql   = min(sql_ns, elapsed)                  wall time inside SQL statements
+//   fetch = min(fetch_ns, elapsed - sql)          fetching rows after the first
+//   call  = min(call_ns, elapsed - sql - fetch)   outbound calls (HTTP_CALL)
+//   rest  = elapsed - sql - fetch - call
+//   cpu   = min(cpu_ns, rest)                     CPU in own code: CPU burned inside an in-process call
+//                                                 (SQLite) is already counted as that call's time
+//   wait  = rest - cpu                            then split, when the steps are known, into
+//   socket wait = min(wait, time with an outbound socket open at the top level, or in DNS/DB_CONNECT,
+//                 not spent on CPU or in another call), idle = the remainder.
+// The dominant cost is the largest of the six parts (ties: the order above).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report_model.h"
+
+namespace txray::report {
+
+struct TxTotals {
+  int64_t elapsed_ns = 0, cpu_ns = 0, sql_ns = 0, fetch_ns = 0, call_ns = 0;
+};
+
+// Adds one transaction's exclusive split (socket wait not separated: it is part of wait_ns).
+void add_shares(const TxTotals& t, TimeShares& out);
+
+// One profile row, as much as the dominant-cost rule needs.
+struct StepRow {
+  int no = 0, parent = -1;
+  std::string kind;
+  int64_t start_ns = 0, gap_ns = 0, cpu_ns = 0, elapsed_ns = 0, fetch_ns = 0;
+  int64_t ref_id = 0;
+  bool has_fingerprint = false;
+  int64_t fingerprint = 0;
+  int64_t text_id = -1;
+  std::string text;         // texts.text, or "" when none
+  std::string attributes;   // JSON object text, or ""
+};
+
+// Calls folded into step_summaries for this transaction.
+struct FoldedRow {
+  std::string kind;
+  bool has_fingerprint = false;
+  int64_t fingerprint = 0;
+  std::string text;
+  int64_t count = 0, elapsed_ns = 0;
+};
+
+struct Dominant {
+  Cost cost = Cost::Idle;
+  int64_t ns = 0;
+  int step_no = -1;
+  std::string step;  // human-readable: what that row is and why it is responsible
+  int64_t socket_wait_ns = 0, idle_ns = 0;  // the split of wait
+};
+
+// Applies the rule above to a transaction with its rows (ordered by no) and folded calls.
+Dominant dominant_cost(const TxTotals& t, const std::vector<StepRow>& rows,
+                       const std::vector<FoldedRow>& folded);
+
+}  // namespace txray::report

@@ -1,0 +1,234 @@
+#include "compute.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "breakdown.h"
+#include "selection.h"
+#include "sqlite_util.h"
+#include "stats.h"
+#include "step_groups.h"
+
+namespace txray::report {
+namespace {
+
+void compute_summary(const Selection& sel, Summary& s) {
+  s.transactions = static_cast<int64_t>(sel.txs.size());
+  if (sel.txs.empty()) return;
+  std::vector<int64_t> elapsed;
+  elapsed.reserve(sel.txs.size());
+  s.first_start_unix_ns = sel.txs.front().start;
+  s.last_end_unix_ns = sel.txs.front().end;
+  int64_t total = 0;
+  for (const auto& t : sel.txs) {
+    elapsed.push_back(t.elapsed);
+    total += t.elapsed;
+    s.errors += t.error;
+    s.cpu_total_ns += t.cpu;
+    s.first_start_unix_ns = std::min(s.first_start_unix_ns, t.start);
+    s.last_end_unix_ns = std::max(s.last_end_unix_ns, t.end);
+    add_shares({t.elapsed, t.cpu, t.sql, t.fetch, t.call}, s.shares);
+  }
+  s.avg_ns = total / s.transactions;
+  s.pct = percentiles(elapsed);
+  s.error_rate = static_cast<double>(s.errors) / static_cast<double>(s.transactions);
+  const int64_t span = s.last_end_unix_ns - s.first_start_unix_ns;
+  s.throughput_per_s = span > 0 ? static_cast<double>(s.transactions) * 1e9 / static_cast<double>(span) : 0;
+  std::set<std::string> apps;
+  for (const auto& g : sel.groups) apps.insert(g.app);
+  s.apps.assign(apps.begin(), apps.end());
+}
+
+void compute_names(const Selection& sel, int top, Report& r) {
+  std::vector<NameRow> rows(sel.groups.size());
+  std::vector<std::vector<int64_t>> durations(sel.groups.size());
+  int64_t all = 0;
+  for (const auto& t : sel.txs) {
+    auto& n = rows[static_cast<size_t>(t.group)];
+    n.count++;
+    n.total_ns += t.elapsed;
+    n.errors += t.error;
+    durations[static_cast<size_t>(t.group)].push_back(t.elapsed);
+    all += t.elapsed;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].app = sel.groups[i].app;
+    rows[i].name = sel.groups[i].name;
+  }
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (rows[a].total_ns != rows[b].total_ns) return rows[a].total_ns > rows[b].total_ns;
+    return std::tie(rows[a].app, rows[a].name) < std::tie(rows[b].app, rows[b].name);
+  });
+  r.name_groups = static_cast<int64_t>(rows.size());
+  order.resize(std::min(order.size(), static_cast<size_t>(top)));
+  for (size_t i : order) {
+    NameRow n = rows[i];
+    Percentiles p = percentiles(durations[i]);
+    n.p95_ns = p.p95;
+    n.max_ns = p.max;
+    n.avg_ns = n.total_ns / n.count;
+    n.share = all ? static_cast<double>(n.total_ns) / static_cast<double>(all) : 0;
+    r.names.push_back(std::move(n));
+  }
+}
+
+void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
+  std::vector<const TxRec*> order;
+  order.reserve(sel.txs.size());
+  for (const auto& t : sel.txs) order.push_back(&t);
+  const size_t n = std::min(order.size(), static_cast<size_t>(top));
+  std::partial_sort(order.begin(), order.begin() + static_cast<long>(n), order.end(),
+                    [](const TxRec* a, const TxRec* b) {
+                      return a->elapsed != b->elapsed ? a->elapsed > b->elapsed : a->id < b->id;
+                    });
+  Stmt head(db, "SELECT txid, status, error FROM transactions WHERE id = ?");
+  Stmt steps(db,
+             "SELECT s.no, s.parent, s.kind, s.start_offset_ns, s.gap_ns, s.cpu_ns, s.elapsed_ns, s.fetch_ns, "
+             "s.ref_id, s.fingerprint, s.text_id, t.text, s.attributes "
+             "FROM steps s LEFT JOIN texts t ON t.id = s.text_id WHERE s.tx_id = ? ORDER BY s.no");
+  Stmt folded(db,
+              "SELECT f.kind, f.fingerprint, t.text, f.count, f.elapsed_ns "
+              "FROM step_summaries f LEFT JOIN texts t ON t.id = f.text_id WHERE f.tx_id = ?");
+  for (size_t i = 0; i < n; ++i) {
+    const TxRec& t = *order[i];
+    SlowTx s;
+    s.id = t.id;
+    s.app = sel.groups[static_cast<size_t>(t.group)].app;
+    s.name = sel.groups[static_cast<size_t>(t.group)].name;
+    s.start_unix_ns = t.start;
+    s.elapsed_ns = t.elapsed;
+    s.cpu_ns = t.cpu;
+    s.sql_ns = t.sql;
+    s.fetch_ns = t.fetch;
+    s.call_ns = t.call;
+    head.reset();
+    head.bind(1, t.id);
+    if (head.step()) {
+      s.txid = head.i64(0);
+      s.status = static_cast<int>(head.i64(1));
+      s.error = head.text(2);
+    }
+    std::vector<StepRow> rows;
+    steps.reset();
+    steps.bind(1, t.id);
+    while (steps.step()) {
+      StepRow row;
+      row.no = static_cast<int>(steps.i64(0));
+      row.parent = static_cast<int>(steps.i64(1));
+      row.kind = steps.text(2);
+      row.start_ns = steps.i64(3);
+      row.gap_ns = steps.i64(4);
+      row.cpu_ns = steps.i64(5);
+      row.elapsed_ns = steps.i64(6);
+      row.fetch_ns = steps.null(7) ? 0 : steps.i64(7);
+      row.ref_id = steps.null(8) ? 0 : steps.i64(8);
+      row.has_fingerprint = !steps.null(9) && steps.i64(9) != 0;
+      row.fingerprint = steps.i64(9);
+      row.text_id = steps.null(10) ? -1 : steps.i64(10);
+      row.text = steps.text(11);
+      row.attributes = steps.text(12);
+      rows.push_back(std::move(row));
+    }
+    std::vector<FoldedRow> folds;
+    folded.reset();
+    folded.bind(1, t.id);
+    while (folded.step())
+      folds.push_back({std::string(folded.text(0)), !folded.null(1) && folded.i64(1) != 0, folded.i64(1),
+                       std::string(folded.text(2)), folded.i64(3), folded.i64(4)});
+    Dominant d = dominant_cost({t.elapsed, t.cpu, t.sql, t.fetch, t.call}, rows, folds);
+    s.dominant = d.cost;
+    s.dominant_ns = d.ns;
+    s.step_no = d.step_no;
+    s.step = d.step;
+    r.slowest.push_back(std::move(s));
+  }
+}
+
+// Log-scale scatter of response time over end time, folded into cells (a report may hold millions of
+// transactions; an SVG cannot).
+void compute_scatter(const Selection& sel, Scatter& sc) {
+  if (sel.txs.empty()) return;
+  sc.cols = 240;
+  sc.rows = 80;
+  int64_t x0 = sel.txs.front().end, x1 = x0, lo = sel.txs.front().elapsed, hi = lo;
+  for (const auto& t : sel.txs) {
+    x0 = std::min(x0, t.end), x1 = std::max(x1, t.end);
+    lo = std::min(lo, t.elapsed), hi = std::max(hi, t.elapsed);
+  }
+  if (x1 == x0) x1 = x0 + 1;
+  auto pow10_below = [](int64_t v) { int64_t p = 1000; while (p * 10 <= v) p *= 10; return p; };
+  sc.x0_unix_ns = x0, sc.x1_unix_ns = x1;
+  sc.y0_ns = pow10_below(std::max<int64_t>(lo, 1000));
+  sc.y1_ns = pow10_below(std::max<int64_t>(hi, 1000)) * 10;
+  const double ly0 = std::log10(static_cast<double>(sc.y0_ns)), ly1 = std::log10(static_cast<double>(sc.y1_ns));
+  std::vector<ScatterCell> grid(static_cast<size_t>(sc.cols * sc.rows));
+  for (const auto& t : sel.txs) {
+    int x = static_cast<int>(static_cast<double>(t.end - x0) / static_cast<double>(x1 - x0) * sc.cols);
+    double ly = std::log10(static_cast<double>(std::max(t.elapsed, sc.y0_ns)));
+    int y = static_cast<int>((ly - ly0) / (ly1 - ly0) * sc.rows);
+    x = std::clamp(x, 0, sc.cols - 1);
+    y = std::clamp(y, 0, sc.rows - 1);
+    auto& c = grid[static_cast<size_t>(y * sc.cols + x)];
+    c.x = x, c.y = y;
+    c.count++;
+    c.errors += t.error;
+  }
+  for (const auto& c : grid)
+    if (c.count) sc.cells.push_back(c);
+}
+
+}  // namespace
+
+std::string validate_options(const Options& opt) {
+  if (opt.db.empty()) return "no store given (--db FILE)";
+  if (opt.top < 1) return "--top must be at least 1";
+  if (opt.repeat_threshold < 2) return "--repeat must be at least 2";
+  if (!(opt.min_ms >= 0)) return "--min-ms must be >= 0";
+  if (opt.format != "md" && opt.format != "html" && opt.format != "csv" && opt.format != "json")
+    return "unknown format '" + opt.format + "' (md, html, csv, json)";
+  if (!opt.table.empty()) {
+    const auto& t = table_names();
+    if (std::find(t.begin(), t.end(), opt.table) == t.end())
+      return "unknown table '" + opt.table + "' (summary, slowest, names, sql, calls, repeated, histogram)";
+    if (opt.format != "csv") return "--table applies to --format csv only";
+  }
+  if (opt.since_unix_ns && opt.until_unix_ns && *opt.since_unix_ns > *opt.until_unix_ns)
+    return "--since is after --until";
+  return "";
+}
+
+std::string compute_report(const Options& opt, Report& r) {
+  if (auto err = validate_options(opt); !err.empty()) return err;
+  try {
+    Db db;
+    db.open_readonly(opt.db);
+    check_store(db);
+    // One read transaction: every section sees the same snapshot while the collector keeps writing.
+    Stmt(db, "BEGIN").step();
+    Selection sel = select_transactions(db, opt);
+    r.db = opt.db;
+    r.filters = sel.filters;
+    r.repeat_threshold = opt.repeat_threshold;
+    r.generated_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+    compute_summary(sel, r.summary);
+    compute_names(sel, opt.top, r);
+    compute_slowest(db, sel, opt.top, r);
+    compute_step_groups(db, opt, sel, r);
+    std::vector<int64_t> elapsed;
+    elapsed.reserve(sel.txs.size());
+    for (const auto& t : sel.txs) elapsed.push_back(t.elapsed);
+    r.histogram = histogram(elapsed);
+    compute_scatter(sel, r.scatter);
+    Stmt(db, "COMMIT").step();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace txray::report

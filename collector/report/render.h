@@ -1,0 +1,28 @@
+// Renderers: each turns a computed Report into one format. They compute nothing of their own beyond
+// unit conversion, so the numbers agree across formats.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report_model.h"
+
+namespace txray::report {
+
+nlohmann::json to_json(const Report& r);                   // render_json.cpp
+void render_json(const Report& r, std::ostream& out);
+void render_md(const Report& r, std::ostream& out);        // render_md.cpp
+void render_html(const Report& r, std::ostream& out);      // render_html.cpp
+
+// A table of the report as plain cells (render_csv.cpp); numbers are unformatted (ms with 3 decimals).
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+Table csv_table(const Report& r, const std::string& name);  // name from table_names()
+void render_csv(const Table& t, std::ostream& out);
+
+}  // namespace txray::report

@@ -1,0 +1,127 @@
+#include <cstdio>
+
+#include "format.h"
+#include "render.h"
+#include "report.h"
+#include "stats.h"
+
+namespace txray::report {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+std::string ms(int64_t ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", to_ms(ns));
+  return buf;
+}
+std::string frac(double f) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.6f", f);
+  return buf;
+}
+
+std::string statuses(const CallGroup& g) {
+  std::string s;
+  for (const auto& [code, n] : g.statuses) s += (s.empty() ? "" : " ") + std::to_string(code) + ":" + num(n);
+  return s;
+}
+
+Table summary_table(const Report& r) {
+  const Summary& s = r.summary;
+  const TimeShares& t = s.shares;
+  auto share = [&](int64_t v) { return frac(t.total_ns ? static_cast<double>(v) / static_cast<double>(t.total_ns) : 0); };
+  Table tb{{"key", "value"}, {}};
+  auto add = [&](std::string k, std::string v) { tb.rows.push_back({std::move(k), std::move(v)}); };
+  add("transactions", num(s.transactions));
+  add("errors", num(s.errors));
+  add("error_rate", frac(s.error_rate));
+  add("throughput_per_s", frac(s.throughput_per_s));
+  add("first_start", s.transactions ? fmt_time(s.first_start_unix_ns) : "");
+  add("last_end", s.transactions ? fmt_time(s.last_end_unix_ns) : "");
+  add("avg_ms", ms(s.avg_ns));
+  add("p50_ms", ms(s.pct.p50));
+  add("p90_ms", ms(s.pct.p90));
+  add("p95_ms", ms(s.pct.p95));
+  add("p99_ms", ms(s.pct.p99));
+  add("max_ms", ms(s.pct.max));
+  add("cpu_ms", ms(s.cpu_total_ns));
+  add("share_cpu", share(t.cpu_ns));
+  add("share_sql", share(t.sql_ns));
+  add("share_fetch", share(t.fetch_ns));
+  add("share_calls", share(t.call_ns));
+  add("share_waiting", share(t.wait_ns));
+  add("filters", r.filters);
+  return tb;
+}
+
+Table groups_table(const std::vector<CallGroup>& groups, bool is_call) {
+  Table tb;
+  tb.header = {"rank"};
+  if (is_call) tb.header.insert(tb.header.end(), {"host", "path"});
+  else tb.header.push_back("fingerprint");
+  tb.header.insert(tb.header.end(), {"calls", "summarized", "transactions", "total_ms", "share", "avg_ms",
+                                     "p95_ms", "max_ms"});
+  tb.header.push_back(is_call ? "statuses" : "rows");
+  tb.header.insert(tb.header.end(), {"errors", "example"});
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const auto& g = groups[i];
+    std::vector<std::string> row{num(static_cast<int64_t>(i + 1))};
+    if (is_call) row.insert(row.end(), {g.host, g.path});
+    else row.push_back(g.key);
+    row.insert(row.end(), {num(g.calls), num(g.summarized), num(g.transactions), ms(g.total_ns), frac(g.share),
+                           ms(g.avg_ns), ms(g.p95_ns), ms(g.max_ns)});
+    row.push_back(is_call ? statuses(g) : num(g.rows));
+    row.insert(row.end(), {num(g.errors), g.example});
+    tb.rows.push_back(std::move(row));
+  }
+  return tb;
+}
+
+}  // namespace
+
+Table csv_table(const Report& r, const std::string& name) {
+  if (name == "summary") return summary_table(r);
+  Table tb;
+  if (name == "slowest") {
+    tb.header = {"id", "txid", "app", "name", "start", "elapsed_ms", "cpu_ms", "sql_ms", "fetch_ms", "calls_ms",
+                 "status", "error", "dominant", "dominant_ms", "step_no", "step"};
+    for (const auto& x : r.slowest)
+      tb.rows.push_back({num(x.id), hex16(x.txid), x.app, x.name, fmt_time(x.start_unix_ns), ms(x.elapsed_ns),
+                         ms(x.cpu_ns), ms(x.sql_ns), ms(x.fetch_ns), ms(x.call_ns), num(x.status), x.error,
+                         cost_name(x.dominant), ms(x.dominant_ns), num(x.step_no), x.step});
+  } else if (name == "names") {
+    tb.header = {"app", "name", "count", "total_ms", "share", "avg_ms", "p95_ms", "max_ms", "errors"};
+    for (const auto& n : r.names)
+      tb.rows.push_back({n.app, n.name, num(n.count), ms(n.total_ns), frac(n.share), ms(n.avg_ns), ms(n.p95_ns),
+                         ms(n.max_ns), num(n.errors)});
+  } else if (name == "sql") {
+    return groups_table(r.sql, false);
+  } else if (name == "calls") {
+    return groups_table(r.calls, true);
+  } else if (name == "repeated") {
+    tb.header = {"kind", "key", "transactions", "executions", "max_per_tx", "total_ms", "worst_transactions",
+                 "example"};
+    for (const auto& p : r.repeated) {
+      std::string worst;
+      for (const auto& w : p.worst) worst += (worst.empty() ? "" : " ") + hex16(w.txid) + ":" + num(w.count);
+      tb.rows.push_back({p.kind, p.key, num(p.transactions), num(p.executions), num(p.max_per_tx), ms(p.total_ns),
+                         worst, p.example});
+    }
+  } else if (name == "histogram") {
+    tb.header = {"lo_ms", "hi_ms", "count"};
+    for (const auto& b : r.histogram)
+      tb.rows.push_back({ms(b.lo_ns), b.hi_ns == INT64_MAX ? "" : ms(b.hi_ns), num(b.count)});
+  }
+  return tb;
+}
+
+void render_csv(const Table& t, std::ostream& out) {
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << csv_field(cells[i]);
+    out << "\n";  // RFC 4180 quoting, Unix line ends
+  };
+  line(t.header);
+  for (const auto& row : t.rows) line(row);
+}
+
+}  // namespace txray::report

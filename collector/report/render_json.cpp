@@ -1,0 +1,139 @@
+#include "format.h"
+#include "render.h"
+#include "stats.h"
+
+namespace txray::report {
+namespace {
+
+using nlohmann::json;
+
+double ms(int64_t ns) { return to_ms(ns); }
+
+json group_json(const CallGroup& g, size_t rank, bool is_call) {
+  json j = {{"rank", rank},
+            {"calls", g.calls},
+            {"summarized", g.summarized},
+            {"transactions", g.transactions},
+            {"total_ms", ms(g.total_ns)},
+            {"share", g.share},
+            {"avg_ms", ms(g.avg_ns)},
+            {"p95_ms", ms(g.p95_ns)},
+            {"max_ms", ms(g.max_ns)},
+            {"errors", g.errors},
+            {"example", g.example}};
+  if (is_call) {
+    j["host"] = g.host;
+    j["path"] = g.path;
+    json st = json::object();
+    for (const auto& [code, n] : g.statuses) st[std::to_string(code)] = n;
+    j["statuses"] = st;
+  } else {
+    j["fingerprint"] = g.key;
+    j["rows"] = g.rows;
+  }
+  return j;
+}
+
+}  // namespace
+
+json to_json(const Report& r) {
+  const Summary& s = r.summary;
+  const TimeShares& t = s.shares;
+  auto share = [&](int64_t v) { return t.total_ns ? static_cast<double>(v) / static_cast<double>(t.total_ns) : 0.0; };
+  json j;
+  j["report"] = {{"db", r.db},
+                 {"generated", fmt_time(r.generated_unix_ns)},
+                 {"filters", r.filters},
+                 {"repeat_threshold", r.repeat_threshold},
+                 {"percentile_method", "nearest-rank"}};
+  j["summary"] = {{"transactions", s.transactions},
+                  {"errors", s.errors},
+                  {"error_rate", s.error_rate},
+                  {"throughput_per_s", s.throughput_per_s},
+                  {"first_start", s.transactions ? fmt_time(s.first_start_unix_ns) : ""},
+                  {"last_end", s.transactions ? fmt_time(s.last_end_unix_ns) : ""},
+                  {"avg_ms", ms(s.avg_ns)},
+                  {"p50_ms", ms(s.pct.p50)},
+                  {"p90_ms", ms(s.pct.p90)},
+                  {"p95_ms", ms(s.pct.p95)},
+                  {"p99_ms", ms(s.pct.p99)},
+                  {"max_ms", ms(s.pct.max)},
+                  {"cpu_ms", ms(s.cpu_total_ns)},
+                  {"apps", s.apps},
+                  {"time_ms",
+                   {{"total", ms(t.total_ns)},
+                    {"cpu", ms(t.cpu_ns)},
+                    {"sql", ms(t.sql_ns)},
+                    {"fetch", ms(t.fetch_ns)},
+                    {"calls", ms(t.call_ns)},
+                    {"waiting", ms(t.wait_ns)}}},
+                  {"share",
+                   {{"cpu", share(t.cpu_ns)},
+                    {"sql", share(t.sql_ns)},
+                    {"fetch", share(t.fetch_ns)},
+                    {"calls", share(t.call_ns)},
+                    {"waiting", share(t.wait_ns)}}}};
+  j["slowest"] = json::array();
+  for (const auto& x : r.slowest)
+    j["slowest"].push_back({{"id", x.id},
+                            {"txid", hex16(x.txid)},
+                            {"app", x.app},
+                            {"name", x.name},
+                            {"start", fmt_time(x.start_unix_ns)},
+                            {"elapsed_ms", ms(x.elapsed_ns)},
+                            {"cpu_ms", ms(x.cpu_ns)},
+                            {"sql_ms", ms(x.sql_ns)},
+                            {"fetch_ms", ms(x.fetch_ns)},
+                            {"calls_ms", ms(x.call_ns)},
+                            {"status", x.status},
+                            {"error", x.error},
+                            {"dominant", cost_name(x.dominant)},
+                            {"dominant_ms", ms(x.dominant_ns)},
+                            {"step_no", x.step_no},
+                            {"step", x.step}});
+  j["names"] = json::array();
+  for (const auto& n : r.names)
+    j["names"].push_back({{"app", n.app},
+                          {"name", n.name},
+                          {"count", n.count},
+                          {"total_ms", ms(n.total_ns)},
+                          {"share", n.share},
+                          {"avg_ms", ms(n.avg_ns)},
+                          {"p95_ms", ms(n.p95_ns)},
+                          {"max_ms", ms(n.max_ns)},
+                          {"errors", n.errors}});
+  j["sql"] = json::array();
+  for (size_t i = 0; i < r.sql.size(); ++i) j["sql"].push_back(group_json(r.sql[i], i + 1, false));
+  j["calls"] = json::array();
+  for (size_t i = 0; i < r.calls.size(); ++i) j["calls"].push_back(group_json(r.calls[i], i + 1, true));
+  j["repeated"] = json::array();
+  for (const auto& p : r.repeated) {
+    json worst = json::array();
+    for (const auto& w : p.worst)
+      worst.push_back({{"id", w.id}, {"txid", hex16(w.txid)}, {"name", w.name}, {"count", w.count},
+                       {"elapsed_ms", ms(w.elapsed_ns)}});
+    j["repeated"].push_back({{"kind", p.kind},
+                             {"key", p.key},
+                             {"example", p.example},
+                             {"transactions", p.transactions},
+                             {"executions", p.executions},
+                             {"max_per_tx", p.max_per_tx},
+                             {"total_ms", ms(p.total_ns)},
+                             {"worst", worst}});
+  }
+  j["histogram"] = json::array();
+  for (const auto& b : r.histogram)
+    j["histogram"].push_back({{"lo_ms", ms(b.lo_ns)},
+                              {"hi_ms", b.hi_ns == INT64_MAX ? json(nullptr) : json(ms(b.hi_ns))},
+                              {"count", b.count}});
+  j["groups"] = {{"names", r.name_groups}, {"sql", r.sql_groups}, {"calls", r.call_groups},
+                 {"repeated", r.repeated_groups}};
+  return j;
+}
+
+void render_json(const Report& r, std::ostream& out) {
+  // Step texts come from traced programs and may not be valid UTF-8: replace, never throw.
+  out << to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace txray::report

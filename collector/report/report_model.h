@@ -1,0 +1,128 @@
+// The computed report: plain values, one struct per section, filled by compute_report() and read by
+// every renderer. Durations are nanoseconds (int64) here; renderers convert to milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace txray::report {
+
+// Response-time percentiles by nearest rank: p(q) = the ceil(q/100 * n)-th smallest value (1-based).
+struct Percentiles {
+  int64_t p50 = 0, p90 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+// Where the response time went, summed over transactions; the five parts add up to total_ns exactly
+// (see breakdown.h for the rule).
+struct TimeShares {
+  int64_t total_ns = 0;
+  int64_t cpu_ns = 0;    // CPU in own code (CPU outside SQL, fetch and calls)
+  int64_t sql_ns = 0;
+  int64_t fetch_ns = 0;
+  int64_t call_ns = 0;   // outbound calls
+  int64_t wait_ns = 0;   // neither CPU nor a traced call: sockets, locks, sleeps, the scheduler
+};
+
+struct Summary {
+  int64_t transactions = 0;
+  int64_t errors = 0;
+  int64_t first_start_unix_ns = 0;  // window actually covered by the selected transactions
+  int64_t last_end_unix_ns = 0;
+  double throughput_per_s = 0;      // transactions / (last_end - first_start)
+  double error_rate = 0;            // errors / transactions
+  int64_t avg_ns = 0;
+  Percentiles pct;
+  int64_t cpu_total_ns = 0;         // raw CPU time of the transactions' threads
+  TimeShares shares;
+  std::vector<std::string> apps;    // distinct apps seen
+};
+
+enum class Cost { Sql, Fetch, Call, SocketWait, Cpu, Idle };
+const char* cost_name(Cost c);  // "SQL", "fetch", "outbound call", "socket wait", "CPU in own code", "idle"
+
+struct SlowTx {
+  int64_t id = 0;             // transactions.id
+  int64_t txid = 0;           // print as 16 hex digits
+  std::string app, name;
+  int64_t start_unix_ns = 0;
+  int64_t elapsed_ns = 0, cpu_ns = 0, sql_ns = 0, fetch_ns = 0, call_ns = 0;
+  int status = 0;
+  std::string error;
+  Cost dominant = Cost::Idle;
+  int64_t dominant_ns = 0;    // time attributed to the dominant cost
+  int step_no = -1;           // profile row responsible (steps.no), -1 when none
+  std::string step;           // what that row is, e.g. "SQL SELECT … [812 ms] x12"
+};
+
+struct NameRow {
+  std::string app, name;
+  int64_t count = 0, total_ns = 0, avg_ns = 0, p95_ns = 0, max_ns = 0, errors = 0;
+  double share = 0;           // of the total response time of all selected transactions
+};
+
+// One SQL fingerprint or one outbound call target (host + path), pt-query-digest style.
+struct CallGroup {
+  std::string key;            // SQL: fingerprint as 16 hex digits; call: "host/path"
+  std::string host, path;     // calls only
+  std::string example;        // an example statement (masked by the agent) or URL
+  int64_t calls = 0;          // recorded steps + calls folded into step summaries
+  int64_t summarized = 0;     // of which folded (these have no individual durations)
+  int64_t total_ns = 0, avg_ns = 0, p95_ns = 0, max_ns = 0;  // p95/max over recorded steps only
+  double share = 0;           // of the total time of this table's kind
+  int64_t rows = 0;           // SQL: rows returned (known counts only)
+  int64_t errors = 0;
+  int64_t transactions = 0;   // distinct transactions that ran it
+  std::map<int, int64_t> statuses;  // calls: HTTP status -> count (0 = no response)
+};
+
+// The N+1 pattern: one fingerprint / call target run K or more times inside one transaction.
+struct RepeatRow {
+  std::string kind;           // "SQL" or "HTTP_CALL"
+  std::string key, example;
+  int64_t transactions = 0;   // transactions where it ran >= K times
+  int64_t executions = 0;     // executions inside those transactions
+  int64_t max_per_tx = 0;
+  int64_t total_ns = 0;       // time of those executions
+  struct Tx { int64_t id, txid; std::string name; int64_t count, elapsed_ns; };
+  std::vector<Tx> worst;      // up to `top` transactions, most executions first
+};
+
+struct Bucket {
+  int64_t lo_ns = 0, hi_ns = 0;  // [lo, hi); hi = INT64_MAX for the last open bucket
+  int64_t count = 0;
+};
+
+// A down-sampled scatter for the HTML report: one cell per occupied (x, y) pixel block.
+struct ScatterCell {
+  int x = 0, y = 0;           // cell index, y on a log scale of the response time
+  int64_t count = 0, errors = 0;
+};
+struct Scatter {
+  int cols = 0, rows = 0;
+  int64_t x0_unix_ns = 0, x1_unix_ns = 0;   // time axis
+  int64_t y0_ns = 0, y1_ns = 0;             // response time axis (log), cell rows evenly in log10
+  std::vector<ScatterCell> cells;
+};
+
+struct Report {
+  std::string db;
+  std::string filters;        // human-readable description of the filters applied
+  int64_t generated_unix_ns = 0;
+  int repeat_threshold = 5;
+  Summary summary;
+  std::vector<SlowTx> slowest;
+  std::vector<NameRow> names;
+  int64_t name_groups = 0;    // before the top cut
+  std::vector<CallGroup> sql;
+  int64_t sql_groups = 0;
+  std::vector<CallGroup> calls;
+  int64_t call_groups = 0;
+  std::vector<RepeatRow> repeated;
+  int64_t repeated_groups = 0;
+  std::vector<Bucket> histogram;
+  Scatter scatter;
+};
+
+}  // namespace txray::report
