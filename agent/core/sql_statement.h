@@ -1,0 +1,97 @@
+// Per-handle state of the SQL hooks: what the agent keeps for each prepared SQLite statement and each
+// libpq connection, looked up by the library's handle (sqlite3_stmt*, PGconn*).
+//
+// The normalized text (sql_normalizer.h) is computed once per prepared statement and reused by every
+// execution; bind values are kept between executions as SQLite keeps them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "recorder.h"
+#include "sql_binds.h"
+#include "sql_normalizer.h"
+
+namespace txray::sql {
+
+// One execution of a statement whose first row has been returned and whose other rows are being
+// fetched: its step was closed when the first row came (elapsed = time to the first row); the rows and
+// fetch time are added to it when the execution ends (done, error, reset or finalize).
+struct OpenExecution {
+  bool active = false;
+  StepRef step;
+  uint64_t fingerprint = 0;
+  int64_t rows = 0;
+  uint64_t fetch_ns = 0;
+};
+
+struct SqliteStatement {
+  Normalized sql;  // text per TXRAY_SQL, fingerprint
+  BindList binds;
+  OpenExecution run;
+};
+
+// A query sent on a libpq connection whose results are still being read (PQsend* … PQgetResult until
+// it returns NULL). Its step stays open for that time.
+struct PendingQuery {
+  bool active = false;
+  StepRef step;
+  int64_t rows = 0;
+  int64_t changes = -1;
+  bool failed = false;
+  uint64_t read0 = 0, written0 = 0;  // socket byte counters when the query was sent
+};
+
+struct PgConnection {
+  std::string label;  // "db@host:port", for the PQfinish row
+  std::unordered_map<std::string, Normalized> prepared;  // statement name -> its text
+  PendingQuery pending;
+};
+
+// Handle -> state, safe to use from several threads (a lock per shard; a handle itself is used by one
+// thread at a time, as both libraries require). The state lives until erase(); the table is never
+// destroyed (hooks can run during exit).
+template <class V>
+class HandleTable {
+ public:
+  V* find(const void* h) {
+    Shard& s = shard(h);
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.map.find(h);
+    return it == s.map.end() ? nullptr : it->second.get();
+  }
+  // A fresh state for `h` (a handle address can be reused after the library freed the old one).
+  V& reset(const void* h) {
+    Shard& s = shard(h);
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto& p = s.map[h];
+    p = std::make_unique<V>();
+    return *p;
+  }
+  std::unique_ptr<V> take(const void* h) {
+    Shard& s = shard(h);
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.map.find(h);
+    if (it == s.map.end()) return nullptr;
+    std::unique_ptr<V> v = std::move(it->second);
+    s.map.erase(it);
+    return v;
+  }
+
+ private:
+  static constexpr unsigned kShards = 16;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<const void*, std::unique_ptr<V>> map;
+  };
+  Shard& shard(const void* h) {
+    auto x = reinterpret_cast<uintptr_t>(h);
+    return shards_[((x >> 4) ^ (x >> 12)) % kShards];
+  }
+  Shard shards_[kShards];
+};
+
+}  // namespace txray::sql

@@ -1,0 +1,481 @@
+// SQL steps for SQLite (libsqlite3, also when it was dlopen'ed in local scope as Python does: every real
+// function is looked up with the "libsqlite3.so.0" fallback, PITFALLS 1). The agent never links
+// libsqlite3: every SQLite function it calls is resolved at run time too.
+//
+// One SQL row per execution of a statement, opened by the first sqlite3_step after prepare/reset:
+//   elapsed   = that first call (time to the first row, or to done)
+//   rows      = rows returned; fetch_ns = time spent in the later sqlite3_step calls (the other rows)
+//   changes   = rows a write changed (sqlite3_total_changes delta; not set for read-only statements)
+//   status/error = result code and sqlite3_errmsg on failure (the transaction is marked failed too)
+//   text / fingerprint = the statement normalized once at prepare (sql_normalizer.h); attribute
+//   "binds" = the bound parameters (masked to their types by default).
+// The row is closed when the first call returns, so that what the program does between fetches never
+// nests under it; rows and fetch time are added to it when the execution ends (SQLITE_DONE, an error,
+// sqlite3_reset or sqlite3_finalize). sqlite3_exec is one row for its whole text (rows = callback rows).
+// The hooks hold the sql family guard while libsqlite3 runs, so statements it runs on its own behalf
+// (schema parsing via sqlite3_exec, PITFALLS 2) are not rows.
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <string>
+
+#include "../core/recorder.h"
+#include "../core/sql_config.h"
+#include "../core/sql_statement.h"
+#include "hook.h"
+
+namespace {
+
+using txray::HookFamily;
+using txray::HookGuard;
+using txray::SaveErrno;
+using txray::StepKind;
+using txray::StepRef;
+using txray::Transaction;
+namespace rec = txray::rec;
+namespace sql = txray::sql;
+
+constexpr const char* kLib = "libsqlite3.so.0";
+
+sql::HandleTable<sql::SqliteStatement>& statements() {
+  static auto* t = new sql::HandleTable<sql::SqliteStatement>();  // never freed: hooks run during exit
+  return *t;
+}
+
+// Library functions the hooks call but do not intercept.
+const char* stmt_sql(sqlite3_stmt* st) {
+  auto f = TXRAY_REAL(sqlite3_sql, kLib);
+  return f ? f(st) : nullptr;
+}
+sqlite3* db_of(sqlite3_stmt* st) {
+  auto f = TXRAY_REAL(sqlite3_db_handle, kLib);
+  return f ? f(st) : nullptr;
+}
+bool is_readonly(sqlite3_stmt* st) {
+  auto f = TXRAY_REAL(sqlite3_stmt_readonly, kLib);
+  return f ? f(st) != 0 : true;
+}
+int64_t total_changes(sqlite3* db) {
+  auto f = TXRAY_REAL(sqlite3_total_changes, kLib);
+  return f && db ? f(db) : 0;
+}
+std::string error_text(sqlite3* db, int rc) {
+  auto msg = TXRAY_REAL(sqlite3_errmsg, kLib);
+  const char* m = msg && db ? msg(db) : nullptr;
+  char head[48];
+  std::snprintf(head, sizeof head, "SQLite error %d: ", rc);
+  return std::string(head) + (m ? m : "unknown error");
+}
+
+// The agent's state for a statement, created from its text when the statement was prepared by a path
+// the hooks did not see (before the agent started, or with the guard off).
+sql::SqliteStatement* state_of(sqlite3_stmt* st, bool create) {
+  if (!st) return nullptr;
+  sql::SqliteStatement* s = statements().find(st);
+  if (s || !create) return s;
+  const char* text = stmt_sql(st);
+  sql::SqliteStatement& fresh = statements().reset(st);
+  const auto& cfg = sql::settings();
+  fresh.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
+  return &fresh;
+}
+
+void after_prepare(int rc, sqlite3_stmt** out) {
+  if (rc != SQLITE_OK || !out || !*out) return;
+  const char* text = stmt_sql(*out);
+  sql::SqliteStatement& s = statements().reset(*out);
+  const auto& cfg = sql::settings();
+  s.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
+}
+
+// Adds time and rows of the fetches to the execution's row, and fetch time to the transaction totals.
+void end_execution(sql::OpenExecution& run) {
+  if (!run.active) return;
+  run.active = false;
+  rec::set_rows(run.step, run.rows);
+  rec::set_fetch_ns(run.step, run.fetch_ns);
+  Transaction* tx = rec::current();
+  if (tx && tx == run.step.tx && run.fetch_ns) rec::add_totals(tx, {.fetch_ns = run.fetch_ns});
+}
+
+// Closes a SQL row and adds it to the transaction's SQL totals. The recorder measured the elapsed time;
+// a row folded into a summary at close is gone, so its time is measured here instead.
+void close_sql_row(Transaction* tx, StepRef& step) {
+  rec::close(step);
+  uint64_t el = rec::elapsed(step);
+  if (!el) el = rec::now_ns() - step.start_mono_ns;
+  rec::add_totals(tx, {.sql_ns = el, .sql_count = 1});
+}
+
+void fail(Transaction* tx, StepRef& step, sqlite3* db, int rc) {
+  std::string err = error_text(db, rc);
+  rec::set_error(step, err);
+  rec::set_status(step, rc);
+  rec::mark_failed(tx, err);
+}
+
+// The first sqlite3_step of an execution: opens, runs and closes its row.
+int first_step(Transaction* tx, sqlite3_stmt* st, sql::SqliteStatement* s, int (*real)(sqlite3_stmt*)) {
+  sqlite3* db = db_of(st);
+  bool writes = !is_readonly(st);
+  int64_t changes0 = writes ? total_changes(db) : 0;
+  StepRef step = rec::open(tx, StepKind::SQL);
+  int rc = real(st);
+  SaveErrno keep;
+  rec::set_text(step, s->sql.text);
+  rec::set_fingerprint(step, s->sql.fingerprint);
+  if (!s->binds.empty()) rec::add_attr(step, "binds", s->binds.text());
+  if (rc == SQLITE_ROW) {
+    rec::set_rows(step, 1);
+    s->run = {.active = true, .step = step, .fingerprint = s->sql.fingerprint, .rows = 1, .fetch_ns = 0};
+  } else {
+    rec::set_rows(step, 0);
+    if (writes && rc == SQLITE_DONE) rec::set_changes(step, total_changes(db) - changes0);
+    if (rc != SQLITE_DONE) fail(tx, step, db, rc);
+  }
+  close_sql_row(tx, step);
+  return rc;
+}
+
+// A later sqlite3_step of an execution in progress: fetch time and rows.
+int next_step(sqlite3_stmt* st, sql::SqliteStatement* s, int (*real)(sqlite3_stmt*)) {
+  uint64_t t0 = rec::now_ns();
+  int rc = real(st);
+  SaveErrno keep;
+  s->run.fetch_ns += rec::now_ns() - t0;
+  if (rc == SQLITE_ROW) {
+    s->run.rows++;
+    return rc;
+  }
+  if (rc != SQLITE_DONE) {
+    rec::set_error(s->run.step, error_text(db_of(st), rc));
+    rec::set_status(s->run.step, rc);
+    if (Transaction* tx = rec::current(); tx && tx == s->run.step.tx) rec::mark_failed(tx, error_text(db_of(st), rc));
+  }
+  end_execution(s->run);
+  return rc;
+}
+
+struct ExecContext {
+  int (*callback)(void*, int, char**, char**);
+  void* arg;
+  int64_t rows;
+};
+
+int counting_callback(void* p, int n, char** values, char** names) {
+  auto* c = static_cast<ExecContext*>(p);
+  c->rows++;
+  return c->callback(c->arg, n, values, names);
+}
+
+// Records a bind on the statement's state (the raw text is only built in raw mode).
+template <typename MakeRaw>
+void record_bind(sqlite3_stmt* st, int index, sql::BindType type, MakeRaw make_raw) {
+  HookGuard guard(HookFamily::sql);
+  if (!guard) return;
+  const auto& cfg = sql::settings();
+  if (cfg.mode == sql::TextMode::off) return;
+  sql::SqliteStatement* s = state_of(st, true);
+  if (!s) return;
+  if (cfg.mode == sql::TextMode::raw) s->binds.set(index, type, make_raw(cfg.max_bind), cfg.mode);
+  else s->binds.set(index, type, {}, cfg.mode);
+}
+
+}  // namespace
+
+// --- prepare family ------------------------------------------------------------------------------------
+
+extern "C" int sqlite3_prepare(sqlite3* db, const char* sql, int n, sqlite3_stmt** out, const char** tail) {
+  auto real = TXRAY_REAL(sqlite3_prepare, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(db, sql, n, out, tail);
+  if (guard) { SaveErrno keep; after_prepare(rc, out); }
+  return rc;
+}
+
+extern "C" int sqlite3_prepare_v2(sqlite3* db, const char* sql, int n, sqlite3_stmt** out, const char** tail) {
+  auto real = TXRAY_REAL(sqlite3_prepare_v2, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(db, sql, n, out, tail);
+  if (guard) { SaveErrno keep; after_prepare(rc, out); }
+  return rc;
+}
+
+extern "C" int sqlite3_prepare_v3(sqlite3* db, const char* sql, int n, unsigned int flags, sqlite3_stmt** out,
+                                  const char** tail) {
+  auto real = TXRAY_REAL(sqlite3_prepare_v3, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(db, sql, n, flags, out, tail);
+  if (guard) { SaveErrno keep; after_prepare(rc, out); }
+  return rc;
+}
+
+extern "C" int sqlite3_prepare16(sqlite3* db, const void* sql, int n, sqlite3_stmt** out, const void** tail) {
+  auto real = TXRAY_REAL(sqlite3_prepare16, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(db, sql, n, out, tail);
+  if (guard) { SaveErrno keep; after_prepare(rc, out); }
+  return rc;
+}
+
+extern "C" int sqlite3_prepare16_v2(sqlite3* db, const void* sql, int n, sqlite3_stmt** out, const void** tail) {
+  auto real = TXRAY_REAL(sqlite3_prepare16_v2, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(db, sql, n, out, tail);
+  if (guard) { SaveErrno keep; after_prepare(rc, out); }
+  return rc;
+}
+
+extern "C" int sqlite3_prepare16_v3(sqlite3* db, const void* sql, int n, unsigned int flags, sqlite3_stmt** out,
+                                    const void** tail) {
+  auto real = TXRAY_REAL(sqlite3_prepare16_v3, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(db, sql, n, flags, out, tail);
+  if (guard) { SaveErrno keep; after_prepare(rc, out); }
+  return rc;
+}
+
+// --- execution -----------------------------------------------------------------------------------------
+
+extern "C" int sqlite3_step(sqlite3_stmt* st) {
+  auto real = TXRAY_REAL(sqlite3_step, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  if (!guard || !st) return real(st);
+  Transaction* tx = rec::current();
+  sql::SqliteStatement* s = state_of(st, tx != nullptr);
+  if (s && s->run.active) {
+    // A fetch of the execution in progress, unless its transaction is gone (then it just ends).
+    if (tx && tx == s->run.step.tx) return next_step(st, s, real);
+    end_execution(s->run);
+  }
+  if (!tx || !s) return real(st);
+  return first_step(tx, st, s, real);
+}
+
+extern "C" int sqlite3_reset(sqlite3_stmt* st) {
+  auto real = TXRAY_REAL(sqlite3_reset, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  if (guard && st) {
+    if (sql::SqliteStatement* s = statements().find(st)) end_execution(s->run);
+  }
+  return real(st);
+}
+
+extern "C" int sqlite3_finalize(sqlite3_stmt* st) {
+  auto real = TXRAY_REAL(sqlite3_finalize, kLib);
+  if (!real) return SQLITE_MISUSE;
+  if (st) {
+    // Forget the statement whatever the guard says: its address may be reused by the next prepare.
+    std::unique_ptr<sql::SqliteStatement> s = statements().take(st);
+    HookGuard guard(HookFamily::sql);
+    if (s && guard) end_execution(s->run);
+  }
+  return real(st);
+}
+
+extern "C" int sqlite3_exec(sqlite3* db, const char* text, int (*callback)(void*, int, char**, char**), void* arg,
+                            char** errmsg) {
+  auto real = TXRAY_REAL(sqlite3_exec, kLib);
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  if (!guard) return real(db, text, callback, arg, errmsg);
+  Transaction* tx = rec::current();
+  if (!tx) return real(db, text, callback, arg, errmsg);
+  const auto& cfg = sql::settings();
+  sql::Normalized n = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
+  ExecContext ctx{callback, arg, 0};
+  int64_t changes0 = total_changes(db);
+  StepRef step = rec::open(tx, StepKind::SQL);
+  int rc = real(db, text, callback ? counting_callback : nullptr, callback ? &ctx : nullptr, errmsg);
+  SaveErrno keep;
+  rec::set_text(step, n.text);
+  rec::set_fingerprint(step, n.fingerprint);
+  rec::set_rows(step, callback ? ctx.rows : -1);
+  rec::set_changes(step, total_changes(db) - changes0);
+  if (rc != SQLITE_OK) fail(tx, step, db, rc);
+  close_sql_row(tx, step);
+  return rc;
+}
+
+// --- binds ---------------------------------------------------------------------------------------------
+
+extern "C" int sqlite3_bind_int(sqlite3_stmt* st, int i, int v) {
+  auto real = TXRAY_REAL(sqlite3_bind_int, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::integer, [&](size_t) { return std::to_string(v); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_int64(sqlite3_stmt* st, int i, sqlite3_int64 v) {
+  auto real = TXRAY_REAL(sqlite3_bind_int64, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::integer, [&](size_t) { return std::to_string(v); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_double(sqlite3_stmt* st, int i, double v) {
+  auto real = TXRAY_REAL(sqlite3_bind_double, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::real, [&](size_t) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      return std::string(buf);
+    });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_null(sqlite3_stmt* st, int i) {
+  auto real = TXRAY_REAL(sqlite3_bind_null, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::null, [](size_t) { return std::string("NULL"); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_text(sqlite3_stmt* st, int i, const char* v, int n, void (*dtor)(void*)) {
+  auto real = TXRAY_REAL(sqlite3_bind_text, kLib);
+  if (!real) return SQLITE_MISUSE;
+  // Read the value before the call: with a destructor other than SQLITE_STATIC/TRANSIENT, SQLite may
+  // free it when the call fails.
+  std::string raw;
+  if (v && sql::settings().mode == sql::TextMode::raw)
+    raw = sql::quote_value(n < 0 ? std::string_view(v) : std::string_view(v, size_t(n)), sql::settings().max_bind);
+  int rc = real(st, i, v, n, dtor);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, v ? sql::BindType::text : sql::BindType::null, [&](size_t) { return v ? raw : "NULL"; });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_text64(sqlite3_stmt* st, int i, const char* v, sqlite3_uint64 n, void (*dtor)(void*),
+                                   unsigned char encoding) {
+  auto real = TXRAY_REAL(sqlite3_bind_text64, kLib);
+  if (!real) return SQLITE_MISUSE;
+  std::string raw;
+  if (v && sql::settings().mode == sql::TextMode::raw) {
+    raw = encoding == SQLITE_UTF8 ? sql::quote_value(std::string_view(v, size_t(n)), sql::settings().max_bind)
+                                  : "text16(" + std::to_string(n) + ")";
+  }
+  int rc = real(st, i, v, n, dtor, encoding);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, v ? sql::BindType::text : sql::BindType::null, [&](size_t) { return v ? raw : "NULL"; });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_text16(sqlite3_stmt* st, int i, const void* v, int n, void (*dtor)(void*)) {
+  auto real = TXRAY_REAL(sqlite3_bind_text16, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v, n, dtor);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, v ? sql::BindType::text : sql::BindType::null,
+                [&](size_t) { return v ? "text16(" + std::to_string(n) + ")" : std::string("NULL"); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_blob(sqlite3_stmt* st, int i, const void* v, int n, void (*dtor)(void*)) {
+  auto real = TXRAY_REAL(sqlite3_bind_blob, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v, n, dtor);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, v ? sql::BindType::blob : sql::BindType::null,
+                [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_blob64(sqlite3_stmt* st, int i, const void* v, sqlite3_uint64 n, void (*dtor)(void*)) {
+  auto real = TXRAY_REAL(sqlite3_bind_blob64, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v, n, dtor);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, v ? sql::BindType::blob : sql::BindType::null,
+                [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_zeroblob(sqlite3_stmt* st, int i, int n) {
+  auto real = TXRAY_REAL(sqlite3_bind_zeroblob, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, n);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::zeroblob, [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_zeroblob64(sqlite3_stmt* st, int i, sqlite3_uint64 n) {
+  auto real = TXRAY_REAL(sqlite3_bind_zeroblob64, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, n);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::zeroblob, [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_value(sqlite3_stmt* st, int i, const sqlite3_value* v) {
+  auto real = TXRAY_REAL(sqlite3_bind_value, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, v);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::value, [](size_t) { return std::string("value"); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_bind_pointer(sqlite3_stmt* st, int i, void* p, const char* type, void (*dtor)(void*)) {
+  auto real = TXRAY_REAL(sqlite3_bind_pointer, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st, i, p, type, dtor);
+  if (rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, sql::BindType::pointer, [](size_t) { return std::string("pointer"); });
+  }
+  return rc;
+}
+
+extern "C" int sqlite3_clear_bindings(sqlite3_stmt* st) {
+  auto real = TXRAY_REAL(sqlite3_clear_bindings, kLib);
+  if (!real) return SQLITE_MISUSE;
+  int rc = real(st);
+  SaveErrno keep;
+  HookGuard guard(HookFamily::sql);
+  if (guard && st) {
+    if (sql::SqliteStatement* s = statements().find(st)) s->binds.clear();
+  }
+  return rc;
+}
