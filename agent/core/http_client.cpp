@@ -461,7 +461,10 @@ std::string http_call_url(std::string_view scheme, std::string_view host, std::s
   std::string url;
   size_t hash = target.find('#');
   if (hash != std::string_view::npos) target = target.substr(0, hash);
-  bool absolute = target.substr(0, 7) == "http://" || target.substr(0, 8) == "https://";
+  // absolute-form ("http://h/p"), or any URL with a scheme such as curl's effective URL
+  size_t sep = target.find("://");
+  bool absolute = !target.empty() && target[0] != '/' && sep != std::string_view::npos &&
+                  target.find('/') == sep + 1;
   std::string_view path = target;
   if (absolute) {
     size_t slash = target.find('/', target.find("//") + 2);
