@@ -74,7 +74,12 @@ struct Group {
 std::string busiest_group(const std::vector<StepRow>& rows, const std::vector<FoldedRow>& folded,
                           const std::string& kind, int* step_no) {
   std::map<std::string, Group> groups;
-  auto key = [](bool has_fp, int64_t fp, const std::string& text) {
+  // The same grouping as the report's tables: SQL by fingerprint (else text), calls by host and path.
+  auto key = [&kind](bool has_fp, int64_t fp, const std::string& text) {
+    if (kind == "HTTP_CALL") {
+      HostPath hp = split_url(text);
+      return "c" + hp.host + hp.path;
+    }
     return has_fp && fp != 0 ? "f" + std::to_string(fp) : "t" + text;
   };
   for (const auto& r : rows) {

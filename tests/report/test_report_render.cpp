@@ -1,0 +1,128 @@
+// Every format renders the same computed numbers; data is escaped (HTML, Markdown) and quoted (CSV).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "report.h"
+#include "store_fixture.h"
+
+using namespace txray::report;
+using namespace txray::report::testing;
+
+namespace {
+
+const std::string kEvilName = "GET /<script>alert(1)</script>?a=\"x\",b|c";
+const std::string kEvilSql = "SELECT '<script>' , \"q\" FROM t WHERE a = ?";
+
+class RenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    s.agent("shop");
+    for (int k = 1; k <= 6; ++k) {
+      StoreBuilder::Tx t;
+      t.name = k % 2 ? kEvilName : "GET /plain";
+      t.start_ms = k * 100;
+      t.elapsed_ms = k * 7;
+      t.cpu_ms = 1;
+      t.sql_ms = 6;
+      const int64_t id = s.tx(t);
+      for (int i = 0; i < 6; ++i)
+        s.step(id, {.no = i, .kind = "SQL", .start_ms = i, .gap_ms = 1, .elapsed_ms = 1, .text = kEvilSql,
+                    .fingerprint = 99, .rows = 2});
+    }
+    db = s.done();
+  }
+  std::string render(const std::string& format, const std::string& table = "") {
+    Options o;
+    o.db = db;
+    o.format = format;
+    o.table = table;
+    std::ostringstream out;
+    EXPECT_EQ(write_report(o, out), "");
+    return out.str();
+  }
+  StoreBuilder s;
+  std::string db;
+};
+
+TEST_F(RenderTest, JsonHasEveryKeyAndTheNumbers) {
+  auto j = nlohmann::json::parse(render("json"));
+  for (const char* k : {"summary", "slowest", "names", "sql", "calls", "repeated", "histogram"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"transactions", "errors", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"})
+    EXPECT_TRUE(j["summary"].contains(k)) << k;
+  EXPECT_EQ(j["summary"]["transactions"], 6);
+  EXPECT_DOUBLE_EQ(j["summary"]["p50_ms"].get<double>(), 21.0);  // 7,14,21,28,35,42: rank 3
+  EXPECT_DOUBLE_EQ(j["summary"]["max_ms"].get<double>(), 42.0);
+  EXPECT_EQ(j["sql"][0]["calls"], 36);
+  EXPECT_EQ(j["sql"][0]["rows"], 72);
+  EXPECT_EQ(j["sql"][0]["example"], kEvilSql);
+  EXPECT_EQ(j["repeated"][0]["transactions"], 6);
+  EXPECT_EQ(j["names"][0]["name"], "GET /plain");  // 14+28+42 = 84 ms
+  EXPECT_EQ(j["names"][1]["name"], kEvilName);     // 7+21+35 = 63 ms
+}
+
+TEST_F(RenderTest, HtmlIsSelfContainedAndEscaped) {
+  std::string h = render("html");
+  EXPECT_EQ(h.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(h.find("<script"), std::string::npos);  // no script at all, least of all the data's
+  EXPECT_NE(h.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(h.find("SELECT &#39;&lt;script&gt;&#39;"), std::string::npos);
+  EXPECT_EQ(h.find("src=\"http"), std::string::npos);   // nothing loaded from elsewhere
+  EXPECT_EQ(h.find("href=\"http"), std::string::npos);
+  EXPECT_NE(h.find("<svg"), std::string::npos);
+  EXPECT_NE(h.find("<style>"), std::string::npos);
+}
+
+TEST_F(RenderTest, MarkdownEscapesPipesAndTags) {
+  std::string m = render("md");
+  for (const char* sec : {"## Summary", "## Slowest transactions", "## Transaction names", "## SQL by fingerprint",
+                          "## Outbound calls", "## Repeated calls", "## Response-time histogram"})
+    EXPECT_NE(m.find(sec), std::string::npos) << sec;
+  EXPECT_EQ(m.find("<script>"), std::string::npos);
+  EXPECT_NE(m.find("GET /&lt;script&gt;alert(1)&lt;/script&gt;?a=\"x\",b\\|c"), std::string::npos);
+}
+
+TEST_F(RenderTest, CsvQuotesFieldsAndWritesEveryTable) {
+  std::string names = render("csv", "names");
+  EXPECT_EQ(names.rfind("app,name,count,total_ms,share,avg_ms,p95_ms,max_ms,errors\n", 0), 0u);
+  EXPECT_NE(names.find("shop,\"GET /<script>alert(1)</script>?a=\"\"x\"\",b|c\",3,63.000,"), std::string::npos)
+      << names;
+  std::string sql = render("csv", "sql");
+  EXPECT_NE(sql.find("\"SELECT '<script>' , \"\"q\"\" FROM t WHERE a = ?\""), std::string::npos) << sql;
+
+  Options o;
+  o.db = db;
+  o.format = "csv";
+  const auto dir = std::filesystem::temp_directory_path() / ("txray-report-csv-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(write_report_dir(o, dir.string()), "");
+  for (const auto& t : table_names()) {
+    std::ifstream f(dir / (t + ".csv"));
+    std::string header;
+    EXPECT_TRUE(std::getline(f, header)) << t;
+    EXPECT_FALSE(header.empty()) << t;
+  }
+  std::filesystem::remove_all(dir);
+
+  std::ostringstream out;
+  EXPECT_NE(write_report(o, out), "");  // csv without a table cannot go to one stream
+}
+
+TEST_F(RenderTest, EveryFormatRendersAnEmptySelection) {
+  for (const char* f : {"md", "html", "json"}) {
+    Options o;
+    o.db = db;
+    o.format = f;
+    o.name = "no such name";
+    std::ostringstream out;
+    EXPECT_EQ(write_report(o, out), "") << f;
+    EXPECT_FALSE(out.str().empty()) << f;
+  }
+}
+
+}  // namespace
