@@ -83,7 +83,7 @@ int show_main(int argc, char** argv) {
     }
 
     if (!trace.empty()) {
-      auto order = trace_order(txs);
+      auto order = show::trace_order(txs);
       if (!json) std::cout << "TRACE " << trace << "  (" << txs.size() << " transactions)\n";
       if (!json) {
         for (const auto& n : order) {

@@ -4,7 +4,7 @@
 #include <functional>
 #include <unordered_map>
 
-namespace txray::cli {
+namespace txray::show {
 
 std::vector<TraceNode> trace_order(const std::vector<Transaction>& txs) {
   std::unordered_map<int64_t, size_t> by_row;      // transactions.id -> index
@@ -44,4 +44,4 @@ std::vector<TraceNode> trace_order(const std::vector<Transaction>& txs) {
   return out;
 }
 
-}  // namespace txray::cli
+}  // namespace txray::show

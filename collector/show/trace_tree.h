@@ -6,7 +6,7 @@
 
 #include "model.h"
 
-namespace txray::cli {
+namespace txray::show {
 
 struct TraceNode {
   size_t index;  // into the transactions given to trace_order
@@ -17,4 +17,4 @@ struct TraceNode {
 // is not in the trace are roots; a cycle (corrupt data) cannot loop.
 std::vector<TraceNode> trace_order(const std::vector<Transaction>& txs);
 
-}  // namespace txray::cli
+}  // namespace txray::show

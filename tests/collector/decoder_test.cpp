@@ -1,0 +1,130 @@
+// txray_decoder: garbage, oversize and rule-breaking messages are rejected; random and mutated bytes
+// never crash it; whatever it accepts, the store's writer can store.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "decoder.h"
+#include "store.h"
+#include "synthetic.h"
+#include "writer.h"
+
+namespace txray::ingest {
+namespace {
+
+v1::Batch good_batch(int transactions = 3, int steps = 10) {
+  testing::SynthOptions o;
+  o.steps = steps;
+  std::mt19937_64 rng(1);
+  v1::Batch b = testing::make_batch(o, 1);
+  for (int i = 0; i < transactions; ++i) testing::add_transaction(b, o, i, rng, 1700000000000000000ull + i);
+  return b;
+}
+
+DecodeResult decode(const std::string& bytes, const Limits& l = {}) {
+  v1::Batch out;
+  return decode_batch(bytes.data(), bytes.size(), out, l);
+}
+
+TEST(Decoder, AcceptsAWellFormedBatch) {
+  std::string bytes = good_batch().SerializeAsString();
+  v1::Batch out;
+  DecodeResult r = decode_batch(bytes.data(), bytes.size(), out);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_EQ(out.transactions_size(), 3);
+  EXPECT_EQ(out.transactions(0).steps_size(), 10);
+}
+
+TEST(Decoder, RejectsGarbage) {
+  silence_protobuf_logging();
+  EXPECT_EQ(decode("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").status, DecodeStatus::kMalformed);
+  EXPECT_EQ(decode("").status, DecodeStatus::kInvalid);  // parses as an empty batch: no agent
+  // A string field with a length running past the end.
+  EXPECT_EQ(decode(std::string("\x0a\x50\x09", 3)).status, DecodeStatus::kMalformed);
+}
+
+TEST(Decoder, RejectsOversize) {
+  std::string bytes = good_batch().SerializeAsString();
+  Limits l;
+  l.max_message_bytes = bytes.size() - 1;
+  DecodeResult r = decode(bytes, l);
+  EXPECT_EQ(r.status, DecodeStatus::kOversize);
+  EXPECT_NE(r.reason.find("limit"), std::string::npos);
+  l.max_message_bytes = bytes.size();
+  EXPECT_TRUE(decode(bytes, l).ok());
+}
+
+TEST(Decoder, RejectsWhatTheWriterCannotStore) {
+  auto rejects = [](auto mutate, const char* why) {
+    v1::Batch b = good_batch();
+    mutate(b);
+    DecodeResult r = decode(b.SerializeAsString());
+    EXPECT_EQ(r.status, DecodeStatus::kInvalid) << why;
+  };
+  rejects([](v1::Batch& b) { b.clear_agent(); }, "no agent");
+  rejects([](v1::Batch& b) { b.mutable_agent()->set_instance_id(0); }, "instance 0");
+  rejects([](v1::Batch& b) { b.mutable_transactions(1)->mutable_steps(3)->set_parent(3); }, "parent = self");
+  rejects([](v1::Batch& b) { b.mutable_transactions(1)->mutable_steps(3)->set_parent(7); }, "parent later");
+  rejects([](v1::Batch& b) { b.mutable_transactions(1)->mutable_steps(3)->set_parent(-2); }, "parent -2");
+  rejects([](v1::Batch& b) { b.mutable_transactions(0)->mutable_steps(2)->set_kind(static_cast<v1::StepKind>(42)); },
+          "unknown kind");
+  rejects([](v1::Batch& b) { b.mutable_transactions(0)->mutable_steps(2)->set_kind(v1::STEP_KIND_UNSPECIFIED); },
+          "kind 0");
+  rejects([](v1::Batch& b) { b.mutable_transactions(0)->set_trace_id("abc"); }, "trace id length");
+  rejects([](v1::Batch& b) { b.mutable_transactions(0)->set_name(std::string(5000, 'n')); }, "long name");
+  rejects([](v1::Batch& b) { b.mutable_transactions(0)->mutable_steps(1)->set_text(std::string(2 << 20, 't')); },
+          "long text");
+  rejects([](v1::Batch& b) { b.mutable_transactions(0)->set_start_unix_ns(~0ull); }, "time out of range");
+  rejects(
+      [](v1::Batch& b) {
+        for (int i = 0; i < 300; ++i) b.mutable_transactions(0)->mutable_steps(1)->add_attributes()->set_key("k");
+      },
+      "too many attributes");
+}
+
+// Random bytes, and valid messages with flipped bits, cut short or spliced: the decoder returns a
+// status for each (no crash, no exception), and every batch it accepts is stored without error.
+TEST(Decoder, RandomAndMutatedBytes) {
+  silence_protobuf_logging();
+  Db db = open_store(":memory:", OpenMode::kCreate);
+  Writer writer(db);
+  writer.begin();
+  std::mt19937_64 rng(12345);
+  const std::string valid = good_batch(4, 12).SerializeAsString();
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string m;
+    switch (i % 4) {
+      case 0:
+        m.resize(rng() % 512);
+        for (auto& c : m) c = static_cast<char>(rng());
+        break;
+      case 1:
+        m = valid;
+        for (int k = 0, n = 1 + rng() % 8; k < n; ++k) m[rng() % m.size()] ^= static_cast<char>(1 << (rng() % 8));
+        break;
+      case 2:
+        m = valid.substr(0, rng() % valid.size());
+        break;
+      default: {
+        size_t a = rng() % valid.size(), b = rng() % valid.size();
+        m = valid.substr(0, a) + valid.substr(b);
+      }
+    }
+    v1::Batch out;
+    DecodeResult r = decode_batch(m.data(), m.size(), out);
+    if (r.ok()) {
+      ++accepted;
+      EXPECT_NO_THROW(writer.write(out, i));
+    } else {
+      ++rejected;
+      EXPECT_FALSE(r.reason.empty());
+    }
+  }
+  writer.commit();
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(accepted, 10);  // bit flips in payload bytes keep many messages valid
+}
+
+}  // namespace
+}  // namespace txray::ingest

@@ -1,0 +1,150 @@
+// txray_show: number formats, the message of each step kind, the profile layout, and trace ordering.
+#include <gtest/gtest.h>
+
+#include "format.h"
+#include "profile_json.h"
+#include "profile_text.h"
+#include "trace_tree.h"
+
+namespace txray::show {
+namespace {
+
+TEST(Format, ThousandsAndMilliseconds) {
+  EXPECT_EQ(thousands(0), "0");
+  EXPECT_EQ(thousands(999), "999");
+  EXPECT_EQ(thousands(1000), "1,000");
+  EXPECT_EQ(thousands(51612), "51,612");
+  EXPECT_EQ(thousands(-1234567), "-1,234,567");
+  EXPECT_EQ(ms_rounded(2942400000), "2,942");
+  EXPECT_EQ(ms_rounded(2942500000), "2,943");
+  EXPECT_EQ(ms_rounded(0), "0");
+  EXPECT_EQ(ms_precise(2942123456), "2,942.123");
+  EXPECT_EQ(ms_precise(999), "0.001");
+  EXPECT_EQ(ms_elapsed(350000), "0.35");
+  EXPECT_EQ(ms_elapsed(2938000000), "2,938");
+}
+
+Step step(const char* kind, std::string text = {}) {
+  Step s;
+  s.kind = kind;
+  s.text = std::move(text);
+  return s;
+}
+
+TEST(StepMessage, EachKind) {
+  Step sock = step("SOCKET");
+  sock.attributes = {{"addr", "192.168.50.2"}, {"port", "8005"}, {"localport", "13192"}};
+  sock.id = 0x207e8a3;
+  sock.elapsed_ns = 1500000;
+  EXPECT_EQ(step_message(sock), "SOCKET[addr=192.168.50.2,port=8005,localport=13192] uid=000000000207e8a3 [1.50 ms]");
+
+  Step close = step("SOCKET_CLOSE");
+  close.bytes_read = 51612;
+  close.bytes_written = 222;
+  close.id = 0x207e8a3;
+  EXPECT_EQ(step_message(close), "SOCKET_CLOSE R=51612,W=222,uid=000000000207e8a3");
+
+  Step sql = step("SQL", "SELECT *\nFROM t WHERE id = ?");
+  sql.rows = 1234;
+  sql.elapsed_ns = 25000000;
+  EXPECT_EQ(step_message(sql), "SQL SELECT * FROM t WHERE id = ? rows=1,234 [25 ms]");
+
+  Step call = step("HTTP_CALL", "http://backend:8080/stock");
+  call.attributes = {{"method", "GET"}};
+  call.status = 200;
+  call.elapsed_ns = 2938000000;
+  call.callee_txid = 0x67993fb388ceed27;
+  EXPECT_EQ(step_message(call), "HTTP_CALL GET http://backend:8080/stock status 200 [2,938 ms] callee=67993fb388ceed27");
+
+  Step dns = step("DNS", "localhost");
+  dns.attributes = {{"addr", "127.0.0.1"}};
+  dns.elapsed_ns = 120000;
+  EXPECT_EQ(step_message(dns), "DNS localhost \xe2\x86\x92 127.0.0.1 [0.12 ms]");
+
+  Step failed = step("SOCKET");
+  failed.error = "ECONNREFUSED";
+  EXPECT_NE(step_message(failed).find("!! ERROR: ECONNREFUSED"), std::string::npos);
+  EXPECT_EQ(step_message(step("MESSAGE", "checkpoint")), "checkpoint");
+  EXPECT_EQ(step_message(step("END")), "END");
+}
+
+Transaction sample() {
+  Transaction t;
+  t.txid = 0xabc;
+  t.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  t.app = "shop";
+  t.name = "GET /cart";
+  t.start_unix_ns = 1700000000000000000;
+  t.elapsed_ns = 2942000000;
+  t.end_unix_ns = t.start_unix_ns + t.elapsed_ns;
+  t.cpu_ns = 1356000000;
+  t.status = 200;
+  Step s0 = step("START"), s1 = step("HTTP_CALL", "http://b/x"), s2 = step("SOCKET"), s3 = step("END");
+  s1.no = 1;
+  s2.no = 2;
+  s2.parent = 1;
+  s3.no = 3;
+  s1.gap_ns = 12000000;
+  s2.gap_ns = 1466000000;
+  s2.cpu_ns = 0;
+  s3.gap_ns = 1464000000;
+  s3.cpu_ns = 1356000000;
+  t.steps = {s0, s1, s2, s3};
+  return t;
+}
+
+TEST(ProfileText, LayoutOfHeaderRowsAndTotal) {
+  std::string p = profile_text(sample(), "  ");
+  EXPECT_NE(p.find("  TXID           : 0000000000000abc\n"), std::string::npos) << p;
+  EXPECT_NE(p.find("RESPONSE TIME  : 2,942.000 ms"), std::string::npos) << p;
+  EXPECT_NE(p.find("[ NO ][ START_TIME ][  GAP][CPU_T]"), std::string::npos) << p;
+  EXPECT_NE(p.find("][1,466][    0]   SOCKET["), std::string::npos) << p;  // nested: indented by 2
+  EXPECT_NE(p.find("][1,464][1,356] END\n"), std::string::npos) << p;
+  EXPECT_NE(p.find("  TOTAL[2,942][1,356]\n"), std::string::npos) << p;
+}
+
+TEST(ProfileJson, FieldsAndHexIds) {
+  Transaction t = sample();
+  t.steps[1].id = 0x1234;
+  t.steps[1].callee_txid = 0x99;
+  auto j = transaction_json(t);
+  EXPECT_EQ(j["txid"], "0000000000000abc");
+  EXPECT_EQ(j["guid"], "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(j["elapsed_ns"], 2942000000);
+  EXPECT_EQ(j["steps"].size(), 4u);
+  EXPECT_EQ(j["steps"][1]["url"], "http://b/x");
+  EXPECT_EQ(j["steps"][1]["span_id"], "0000000000001234");
+  EXPECT_EQ(j["steps"][1]["callee_txid"], "0000000000000099");
+  EXPECT_EQ(j["steps"][2]["parent"], 1);
+  EXPECT_FALSE(j["steps"][2].contains("rows"));
+}
+
+TEST(TraceOrder, CallersBeforeCalleesByDepth) {
+  Transaction front = sample(), back = sample(), db = sample(), stray = sample();
+  front.id = 1;
+  front.txid = 0x10;
+  front.steps[1].kind = "HTTP_CALL";
+  front.steps[1].id = 0xaaa;  // the span id this call sent
+  back.id = 2;
+  back.txid = 0x20;
+  back.parent_span_id = 0xaaa;
+  back.start_unix_ns += 1;
+  db.id = 3;
+  db.txid = 0x30;
+  db.parent_span_id = 0x20;  // parent given as the caller's own span id
+  db.start_unix_ns += 2;
+  stray.id = 4;
+  stray.txid = 0x40;
+  stray.parent_span_id = 0xdead;  // caller not in this trace: a root
+  stray.start_unix_ns -= 1;
+  std::vector<Transaction> txs{db, back, stray, front};
+  auto order = trace_order(txs);
+  ASSERT_EQ(order.size(), 4u);
+  std::vector<std::pair<uint64_t, int>> got;
+  for (auto& n : order) got.emplace_back(txs[n.index].txid, n.depth);
+  std::vector<std::pair<uint64_t, int>> want{{0x40, 0}, {0x10, 0}, {0x20, 1}, {0x30, 2}};
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace txray::show

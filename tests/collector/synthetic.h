@@ -1,0 +1,29 @@
+// Synthetic agent data for the collector's tests, sender tool and ingest benchmark: well-formed
+// transactions whose GAPs add up to the response time and CPU_Ts to the CPU time, like an agent's.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "txray/v1/txray.pb.h"
+
+namespace txray::testing {
+
+struct SynthOptions {
+  int steps = 10;  // rows per transaction, START and END included (at least 2)
+  std::string app = "synthetic";
+  std::string host = "testhost";
+  uint64_t instance_id = 0x1234567890abcdefull;
+};
+
+// The agent part of a batch (no transactions yet).
+v1::Batch make_batch(const SynthOptions& o, uint64_t batch_seq);
+
+// Appends one transaction numbered `seq` to the batch. Its steps are START, then SOCKET / SQL /
+// HTTP_CALL / SOCKET_CLOSE / MESSAGE rows (some nested), then END; texts repeat across transactions
+// (as SQL texts and URLs do), and the row counts and times come from `rng`.
+v1::Transaction* add_transaction(v1::Batch& b, const SynthOptions& o, uint64_t seq, std::mt19937_64& rng,
+                                 uint64_t start_unix_ns);
+
+}  // namespace txray::testing
