@@ -60,6 +60,12 @@ extern thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec")))
 extern thread_local unsigned t_in_family __attribute__((tls_model("initial-exec")));
 // False in TXRAY_MODE=off and before the agent's constructor ran.
 extern std::atomic<bool> g_enabled;
+// The pid the agent runs in (set at start-up and in a forked child).
+extern std::atomic<int> g_pid;
+// False in a vfork()/posix_spawn child, which runs in its parent's memory until it execs: hooks that
+// change shared state (close, shutdown) must leave it alone there (PITFALLS 6). A getpid() system call:
+// not for read/write paths.
+bool in_this_process();
 // Classifies the calling thread (threads named "ZMQbg…" or created by the agent are agent threads).
 ThreadKind classify_thread();
 // Marks the calling thread as an agent thread for good (the transport thread calls it first thing).

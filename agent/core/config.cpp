@@ -1,0 +1,81 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace txray {
+namespace {
+
+Config* g_config = nullptr;
+
+bool parse_u32(const char* s, uint32_t lo, uint32_t hi, uint32_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = uint32_t(v);
+  return true;
+}
+
+}  // namespace
+
+Config parse_config(const char* (*get)(const char*)) {
+  Config c;
+  if (const char* v = get("TXRAY_COLLECTOR"); v && *v) c.collector = v;
+  if (const char* v = get("TXRAY_APP"); v && *v) c.app = v;
+  if (const char* v = get("TXRAY_MODE"); v && *v) {
+    if (!std::strcmp(v, "http")) c.mode = Mode::http;
+    else if (!std::strcmp(v, "process")) c.mode = Mode::process;
+    else if (!std::strcmp(v, "off")) c.mode = Mode::off;
+    else c.problems += std::string("TXRAY_MODE='") + v + "' is not http|process|off (using http); ";
+  }
+  if (const char* v = get("TXRAY_MAX_STEPS"); v && *v && !parse_u32(v, 3, 1000000, &c.max_steps))
+    c.problems += std::string("TXRAY_MAX_STEPS='") + v + "' is not a number in 3..1000000; ";
+  if (const char* v = get("TXRAY_QUEUE"); v && *v && !parse_u32(v, 2, 1u << 22, &c.queue_capacity))
+    c.problems += std::string("TXRAY_QUEUE='") + v + "' is not a number in 2..4194304; ";
+  if (const char* v = get("TXRAY_DEBUG"); v && *v && std::strcmp(v, "0") != 0) c.debug = true;
+  return c;
+}
+
+const Config& config() {
+  static Config defaults;
+  return g_config ? *g_config : defaults;
+}
+
+void set_config(const Config& c) {
+  // Set once at start-up (before any thread of the agent runs); never freed: hooks may run during exit.
+  g_config = new Config(c);
+}
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::http: return "http";
+    case Mode::process: return "process";
+    case Mode::off: return "off";
+  }
+  return "?";
+}
+
+void debug_log(const char* fmt, ...) {
+  if (!config().debug) return;
+  int saved = errno;
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf, "txray-agent[%d]: ", int(getpid()));
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && size_t(n) < sizeof buf) n += std::vsnprintf(buf + n, sizeof buf - size_t(n), fmt, ap);
+  va_end(ap);
+  if (n > int(sizeof buf) - 2) n = int(sizeof buf) - 2;
+  if (n > 0) {
+    buf[n++] = '\n';
+    ssize_t w = ::write(2, buf, size_t(n));
+    (void)w;
+  }
+  errno = saved;
+}
+
+}  // namespace txray

@@ -1,0 +1,33 @@
+// Agent configuration, read once from the environment (one prefix: TXRAY_). docs/agent.md lists each.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace txray {
+
+enum class Mode : uint8_t { http, process, off };
+
+struct Config {
+  std::string collector = "tcp://127.0.0.1:7878";  // TXRAY_COLLECTOR
+  std::string app;                                 // TXRAY_APP (default: program name)
+  Mode mode = Mode::http;                          // TXRAY_MODE = http | process | off
+  uint32_t max_steps = 1000;                       // TXRAY_MAX_STEPS (rows per transaction, >= 3)
+  uint32_t queue_capacity = 4096;                  // TXRAY_QUEUE (finished transactions, >= 2)
+  bool debug = false;                              // TXRAY_DEBUG=1: agent problems on stderr
+  std::string problems;  // what could not be parsed (printed when debug is on)
+};
+
+// Parses a configuration from a getenv-like function (tests pass their own).
+Config parse_config(const char* (*get)(const char*));
+
+// The process-wide configuration (set once by the agent's constructor; defaults before that).
+const Config& config();
+void set_config(const Config& c);
+
+const char* mode_name(Mode m);
+
+// Prints "txray-agent: <msg>" on stderr when TXRAY_DEBUG is on. Not for hot paths.
+void debug_log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace txray

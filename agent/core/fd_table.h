@@ -1,0 +1,83 @@
+// Per-descriptor state, indexed by fd. Chunks of slots are allocated on first use and never freed, and
+// a slot is reused when its fd number is, so a close racing with a read on another thread can never
+// touch freed memory (at worst it counts bytes against the wrong socket).
+//
+// The hot path (a read/write on a descriptor the agent does not care about) is peek(): two loads and a
+// compare.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace txray {
+
+struct HttpConn;        // http_conn.h
+struct HttpClientConn;  // http_out.cpp (outbound HTTP, the RPC layer)
+
+enum class FdKind : uint8_t {
+  none = 0,
+  inbound = 1,   // accepted connection, watched for HTTP requests
+  outbound = 2,  // connected by the program (AF_INET/AF_INET6): bytes counted, SOCKET_CLOSE at close
+  agent = 3,     // owned by the agent (libzmq's sockets, eventfds, epoll): the program cannot close it
+};
+
+struct FdSlot {
+  std::atomic<FdKind> kind{FdKind::none};
+  // Byte counters: written only by the thread using the socket; plain relaxed load+store, no RMW.
+  std::atomic<uint64_t> bytes_read{0};
+  std::atomic<uint64_t> bytes_written{0};
+  uint64_t uid = 0;                       // socket uid (ties SOCKET and SOCKET_CLOSE)
+  uint64_t txid = 0;                      // transaction that recorded the SOCKET row (0: none)
+  std::atomic<HttpConn*> conn{nullptr};   // inbound: allocated once per slot, reused
+  std::atomic<HttpClientConn*> client{nullptr};  // outbound HTTP state (http_out.h), allocated likewise
+
+  void add_read(uint64_t n) { bytes_read.store(bytes_read.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  void add_written(uint64_t n) {
+    bytes_written.store(bytes_written.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+};
+
+namespace fds {
+
+constexpr int kChunkBits = 10;
+constexpr int kChunks = 4096;  // 4 M descriptors
+
+extern std::atomic<FdSlot*> g_chunks[kChunks];
+
+// The slot of fd if its chunk exists, else nullptr. Never allocates.
+inline FdSlot* peek(int fd) {
+  if (__builtin_expect(fd < 0 || fd >= (kChunks << kChunkBits), 0)) return nullptr;
+  FdSlot* chunk = g_chunks[fd >> kChunkBits].load(std::memory_order_acquire);
+  return chunk ? &chunk[fd & ((1 << kChunkBits) - 1)] : nullptr;
+}
+
+// The slot of fd, allocating its chunk if needed; nullptr when fd is out of range or out of memory.
+FdSlot* get(int fd);
+
+// Kind of fd (none when never seen).
+inline FdKind kind_of(int fd) {
+  FdSlot* s = peek(fd);
+  return s ? s->kind.load(std::memory_order_relaxed) : FdKind::none;
+}
+
+// Marks fd as the agent's own / forgets the agent's mark.
+void mark_agent(int fd);
+// After fork in the child: the parent's agent descriptors are not the child's transport; forget them.
+void forget_agent_marks();
+// Calls fn(fd, slot) for every slot whose kind is not none (fork handling, close_range).
+template <typename Fn>
+void for_each_used(int first, int last, Fn fn) {
+  if (first < 0) first = 0;
+  for (int c = first >> kChunkBits; c < kChunks && (c << kChunkBits) <= last; ++c) {
+    FdSlot* chunk = g_chunks[c].load(std::memory_order_acquire);
+    if (!chunk) continue;
+    for (int i = 0; i < (1 << kChunkBits); ++i) {
+      int fd = (c << kChunkBits) + i;
+      if (fd < first || fd > last) continue;
+      if (chunk[i].kind.load(std::memory_order_relaxed) != FdKind::none) fn(fd, chunk[i]);
+    }
+  }
+}
+
+}  // namespace fds
+}  // namespace txray

@@ -1,0 +1,125 @@
+#include "http_conn.h"
+
+#include <cstdio>
+
+#include "transaction.h"
+
+namespace txray {
+
+void HttpConn::reset(std::string_view client) {
+  client_addr.assign(client);
+  buf.clear();
+  scanned = 0;
+  watching = true;
+  req_body.reset(http::BodyFramer::Mode::none);
+  tx = nullptr;
+  resp.reset(false);
+}
+
+void HttpConn::on_read(const char* p, size_t n) {
+  if (!watching || n == 0) return;
+  if (!req_body.done()) {
+    size_t used = req_body.feed(p, n);
+    if (tx) tx->bytes_read += used;
+    p += used;
+    n -= used;
+    if (n == 0) return;
+  }
+  if (buf.size() + n > http::kMaxHead) {
+    // A head this large (or many pipelined requests waiting) is not followed: stop watching.
+    watching = false;
+    buf.clear();
+    return;
+  }
+  buf.append(p, n);
+  try_begin();
+}
+
+void HttpConn::try_begin() {
+  while (watching && !tx && !buf.empty()) {
+    int looks = http::looks_like_request(buf);
+    if (looks < 0) {
+      watching = false;
+      buf.clear();
+      return;
+    }
+    size_t end = http::find_head_end(buf, scanned);
+    scanned = buf.size();
+    if (looks == 0 || end == 0) return;
+    http::RequestHead head;
+    if (!http::parse_request_head(std::string_view(buf).substr(0, end), &head)) {
+      watching = false;
+      buf.clear();
+      return;
+    }
+    std::string name = head.method + " " + head.path;
+    tx = tx::begin(name, "http");
+    tx->client_addr = client_addr;
+    tx->bytes_read = end;
+    if (!head.query.empty()) tx->attrs.push_back({"query", head.query.substr(0, 1024)});
+    if (!head.host.empty()) tx->attrs.push_back({"host", head.host.substr(0, 256)});
+    if (!head.user_agent.empty()) tx->attrs.push_back({"user_agent", head.user_agent});
+    if (!head.traceparent.empty()) {
+      uint8_t trace[16];
+      uint64_t parent = 0;
+      if (http::parse_traceparent(head.traceparent, trace, &parent)) {
+        for (int i = 0; i < 16; ++i) tx->trace_id[i] = trace[i];
+        tx->parent_span_id = parent;
+      }
+    }
+    tx::make_current(tx);
+    resp.reset(head.method == "HEAD");
+    if (head.chunked) req_body.reset(http::BodyFramer::Mode::chunked);
+    else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));
+    else req_body.reset(http::BodyFramer::Mode::none);
+    // What followed the head in the same read: this request's body, then possibly the next request.
+    std::string rest = buf.substr(end);
+    buf.clear();
+    scanned = 0;
+    size_t used = req_body.feed(rest.data(), rest.size());
+    tx->bytes_read += used;
+    buf.assign(rest, used);
+  }
+}
+
+void HttpConn::on_write(const char* p, size_t n) {
+  while (tx && n > 0) {
+    size_t used = resp.feed(p, n);
+    tx->bytes_written += used;
+    p += used;
+    n -= used;
+    if (!resp.done()) return;
+    finish(resp.status(), nullptr);
+    // Anything written after a complete response belongs to the next (pipelined) request's response.
+  }
+}
+
+void HttpConn::on_write_opaque(uint64_t n) {
+  if (!tx) return;
+  tx->bytes_written += n;
+  resp.feed_opaque(n);
+  if (resp.done()) finish(resp.status(), nullptr);
+}
+
+void HttpConn::on_close() {
+  if (tx) {
+    if (resp.until_close()) finish(resp.status(), nullptr);
+    else finish(resp.status(), "connection closed before the response was complete");
+  }
+  watching = false;
+  buf.clear();
+}
+
+void HttpConn::finish(int status, const char* error) {
+  Transaction* t = tx;
+  tx = nullptr;
+  char msg[32];
+  if (!error && status >= 500) {
+    std::snprintf(msg, sizeof msg, "HTTP %d", status);
+    error = msg;
+  }
+  tx::end(t, status, error ? error : "");
+  try_begin();
+}
+
+}  // namespace txray

@@ -1,0 +1,45 @@
+// Inbound HTTP/1.x over one accepted connection: turns requests into transactions.
+//
+// Requests may arrive split over many reads; a head is accumulated up to http::kMaxHead, else the
+// connection is given up. A first line that is not HTTP/1.x stops watching the connection. When a head
+// is complete a transaction begins (START row) and becomes the reading thread's current transaction;
+// the response written on the connection is followed (ResponseTracker) and when it is complete the
+// transaction ends (END row). Keep-alive: one transaction per request; a pipelined request waits until
+// the previous response is complete.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "http_parse.h"
+
+namespace txray {
+
+struct Transaction;
+
+struct HttpConn {
+  std::string client_addr;
+  std::string buf;           // bytes of the next request head (and anything read after it)
+  size_t scanned = 0;        // how much of buf was searched for the end of the head
+  bool watching = true;      // false: not HTTP, or given up
+  http::BodyFramer req_body; // the body of the current request, as it is read
+  Transaction* tx = nullptr; // the current request's transaction (owned by this connection)
+  http::ResponseTracker resp;
+
+  // A fresh connection (the slot's HttpConn is reused for the next connection on the same fd).
+  void reset(std::string_view client);
+  // Bytes the program read from the connection.
+  void on_read(const char* p, size_t n);
+  // Bytes the program wrote to it (response); opaque = contents not visible (sendfile).
+  void on_write(const char* p, size_t n);
+  void on_write_opaque(uint64_t n);
+  // The connection is closed (or shut down for writing): an unfinished response ends its transaction.
+  void on_close();
+
+ private:
+  void try_begin();
+  void finish(int status, const char* error);
+};
+
+}  // namespace txray

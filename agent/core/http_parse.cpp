@@ -1,0 +1,367 @@
+#include "http_parse.h"
+
+#include <cstring>
+
+namespace txray::http {
+namespace {
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; }
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool contains_token(std::string_view value, std::string_view token) {
+  // Comma-separated list, case-insensitive ("Transfer-Encoding: gzip, chunked").
+  while (!value.empty()) {
+    size_t comma = value.find(',');
+    std::string_view item = trim(value.substr(0, comma));
+    if (iequals(item, token)) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool parse_u64(std::string_view s, int64_t* out) {
+  s = trim(s);
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Calls fn(name, value) for each header line after the first line of a head.
+template <typename Fn>
+void each_header(std::string_view head, Fn fn) {
+  size_t eol = head.find('\n');
+  while (eol != std::string_view::npos) {
+    head.remove_prefix(eol + 1);
+    eol = head.find('\n');
+    std::string_view line = head.substr(0, eol);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    fn(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
+  }
+}
+
+std::string_view first_line(std::string_view head) {
+  std::string_view line = head.substr(0, head.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+}  // namespace
+
+size_t find_head_end(std::string_view buf, size_t from) {
+  size_t i = from >= 3 ? from - 3 : 0;
+  for (; i < buf.size(); ++i) {
+    if (buf[i] != '\n') continue;
+    if (i + 1 < buf.size() && buf[i + 1] == '\n') return i + 2;
+    if (i + 2 < buf.size() && buf[i + 1] == '\r' && buf[i + 2] == '\n') return i + 3;
+  }
+  return 0;
+}
+
+int looks_like_request(std::string_view buf) {
+  size_t i = 0;
+  for (; i < buf.size() && buf[i] != ' '; ++i) {
+    char c = buf[i];
+    if (!((c >= 'A' && c <= 'Z') || c == '-' || c == '_') || i >= 24) return -1;
+  }
+  if (i == buf.size()) return 0;
+  if (i == 0) return -1;
+  size_t eol = buf.find('\n');
+  if (eol == std::string_view::npos) return buf.size() > kMaxHead ? -1 : 0;
+  std::string_view line = buf.substr(0, eol);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  size_t sp = line.rfind(' ');
+  if (sp == std::string_view::npos || sp <= i) return -1;
+  std::string_view version = line.substr(sp + 1);
+  return (version == "HTTP/1.1" || version == "HTTP/1.0") ? 1 : -1;
+}
+
+bool parse_request_head(std::string_view head, RequestHead* out) {
+  std::string_view line = first_line(head);
+  size_t sp1 = line.find(' ');
+  size_t sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1) return false;
+  std::string_view version = line.substr(sp2 + 1);
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
+  out->method.assign(line.substr(0, sp1));
+  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  size_t q = target.find('?');
+  out->path.assign(target.substr(0, q));
+  if (q != std::string_view::npos) out->query.assign(target.substr(q + 1));
+  out->keep_alive = version == "HTTP/1.1";
+  bool ok = true;
+  each_header(head, [&](std::string_view name, std::string_view value) {
+    if (iequals(name, "host")) out->host.assign(value);
+    else if (iequals(name, "user-agent")) out->user_agent.assign(value.substr(0, 512));
+    else if (iequals(name, "traceparent")) out->traceparent.assign(value.substr(0, 128));
+    else if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
+    else if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
+    else if (iequals(name, "connection")) {
+      if (contains_token(value, "close")) out->keep_alive = false;
+      else if (contains_token(value, "keep-alive")) out->keep_alive = true;
+    }
+  });
+  return ok;
+}
+
+bool parse_response_head(std::string_view head, ResponseHead* out) {
+  std::string_view line = first_line(head);
+  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1.") return false;
+  int status = 0;
+  for (size_t i = 9; i < 12; ++i) {
+    if (line[i] < '0' || line[i] > '9') return false;
+    status = status * 10 + (line[i] - '0');
+  }
+  *out = ResponseHead{};
+  out->status = status;
+  out->close = line.substr(0, 8) == "HTTP/1.0";
+  bool ok = true;
+  each_header(head, [&](std::string_view name, std::string_view value) {
+    if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
+    else if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
+    else if (iequals(name, "connection")) {
+      if (contains_token(value, "close")) out->close = true;
+      else if (contains_token(value, "keep-alive")) out->close = false;
+    }
+  });
+  return ok;
+}
+
+bool parse_traceparent(std::string_view v, uint8_t trace_id[16], uint64_t* parent_span_id) {
+  v = trim(v);
+  if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return false;
+  if (v.substr(0, 2) == "ff") return false;
+  bool nonzero = false;
+  for (int i = 0; i < 16; ++i) {
+    int hi = hexval(v[3 + 2 * i]), lo = hexval(v[4 + 2 * i]);
+    if (hi < 0 || lo < 0) return false;
+    trace_id[i] = uint8_t(hi * 16 + lo);
+    nonzero |= trace_id[i] != 0;
+  }
+  uint64_t span = 0;
+  for (int i = 0; i < 16; ++i) {
+    int h = hexval(v[36 + i]);
+    if (h < 0) return false;
+    span = span * 16 + uint64_t(h);
+  }
+  if (!nonzero || span == 0) return false;
+  *parent_span_id = span;
+  return true;
+}
+
+void BodyFramer::reset(Mode m, uint64_t length) {
+  mode_ = m;
+  remaining_ = length;
+  chunk_ = Chunk::size;
+  size_digits_ = false;
+  done_ = m == Mode::none || (m == Mode::length && length == 0);
+}
+
+size_t BodyFramer::feed(const char* p, size_t n) {
+  if (done_) return 0;
+  switch (mode_) {
+    case Mode::none:
+      return 0;
+    case Mode::until_close:
+      return n;
+    case Mode::length: {
+      size_t take = remaining_ < n ? size_t(remaining_) : n;
+      remaining_ -= take;
+      done_ = remaining_ == 0;
+      return take;
+    }
+    case Mode::chunked:
+      break;
+  }
+  size_t i = 0;
+  while (i < n && !done_) {
+    char c = p[i];
+    switch (chunk_) {
+      case Chunk::size: {
+        int h = hexval(c);
+        if (h >= 0) {
+          if (remaining_ >> 59) {  // absurd chunk size: give up framing, count until close
+            mode_ = Mode::until_close;
+            return n;
+          }
+          remaining_ = remaining_ * 16 + uint64_t(h);
+          size_digits_ = true;
+        } else if (c == ';' || c == ' ' || c == '\t') {
+          chunk_ = Chunk::ext;
+        } else if (c == '\r') {
+          chunk_ = Chunk::size_lf;
+        } else if (c == '\n') {
+          chunk_ = remaining_ ? Chunk::data : Chunk::trailer_start;
+        } else {
+          mode_ = Mode::until_close;
+          return n;
+        }
+        ++i;
+        break;
+      }
+      case Chunk::ext:
+        if (c == '\n') chunk_ = remaining_ ? Chunk::data : Chunk::trailer_start;
+        ++i;
+        break;
+      case Chunk::size_lf:
+        if (c != '\n') {
+          mode_ = Mode::until_close;
+          return n;
+        }
+        chunk_ = remaining_ ? Chunk::data : Chunk::trailer_start;
+        ++i;
+        break;
+      case Chunk::data: {
+        size_t take = remaining_ < n - i ? size_t(remaining_) : n - i;
+        remaining_ -= take;
+        i += take;
+        if (remaining_ == 0) chunk_ = Chunk::data_cr;
+        break;
+      }
+      case Chunk::data_cr:
+        chunk_ = c == '\r' ? Chunk::data_lf : Chunk::size;
+        if (c == '\n') chunk_ = Chunk::size;
+        size_digits_ = false;
+        ++i;
+        break;
+      case Chunk::data_lf:
+        chunk_ = Chunk::size;
+        size_digits_ = false;
+        ++i;
+        break;
+      case Chunk::trailer_start:  // after the last chunk: an empty line ends the body, else trailers
+        if (c == '\r') chunk_ = Chunk::final_lf;
+        else if (c == '\n') done_ = true;
+        else chunk_ = Chunk::trailer;
+        ++i;
+        break;
+      case Chunk::trailer:
+        if (c == '\n') chunk_ = Chunk::trailer_start;
+        ++i;
+        break;
+      case Chunk::trailer_lf:
+      case Chunk::final_lf:
+        done_ = true;
+        ++i;
+        break;
+    }
+  }
+  return i;
+}
+
+bool BodyFramer::feed_opaque(uint64_t n) {
+  if (done_) return true;
+  if (mode_ == Mode::until_close) return true;
+  if (mode_ == Mode::length) {
+    remaining_ = n >= remaining_ ? 0 : remaining_ - n;
+    done_ = remaining_ == 0;
+    return true;
+  }
+  if (mode_ == Mode::chunked && chunk_ == Chunk::data && n <= remaining_) {
+    remaining_ -= n;
+    if (remaining_ == 0) chunk_ = Chunk::data_cr;
+    return true;
+  }
+  mode_ = Mode::until_close;
+  return false;
+}
+
+void ResponseTracker::reset(bool head_request) {
+  buf_.clear();
+  scanned_ = 0;
+  head_ = ResponseHead{};
+  body_.reset(BodyFramer::Mode::none);
+  head_request_ = head_request;
+  head_done_ = false;
+  done_ = false;
+  gave_up_ = false;
+}
+
+size_t ResponseTracker::feed(const char* p, size_t n) {
+  size_t used = 0;
+  while (used < n && !done_) {
+    if (head_done_) {
+      used += body_.feed(p + used, n - used);
+      done_ = body_.done();
+      break;
+    }
+    // Accumulate the head; only what is needed to find its end is kept.
+    size_t before = buf_.size();
+    size_t take = n - used;
+    if (before + take > kMaxHead) take = kMaxHead - before;
+    buf_.append(p + used, take);
+    size_t end = find_head_end(buf_, scanned_);
+    scanned_ = buf_.size();
+    if (end == 0) {
+      used += take;
+      if (buf_.size() >= kMaxHead) {  // not understood: it ends when the connection closes
+        gave_up_ = true;
+        head_done_ = true;
+        body_.reset(BodyFramer::Mode::until_close);
+        used = n;
+      }
+      break;
+    }
+    used += end - before;
+    ResponseHead h;
+    if (!parse_response_head(std::string_view(buf_).substr(0, end), &h)) {
+      gave_up_ = true;
+      head_done_ = true;
+      body_.reset(BodyFramer::Mode::until_close);
+      return n;
+    }
+    buf_.clear();
+    scanned_ = 0;
+    if (h.status >= 100 && h.status < 200 && h.status != 101) continue;  // interim: the final one follows
+    head_ = h;
+    head_done_ = true;
+    if (head_request_ || h.status == 204 || h.status == 304 || h.status == 101 || h.status < 200)
+      body_.reset(BodyFramer::Mode::none);
+    else if (h.chunked) body_.reset(BodyFramer::Mode::chunked);
+    else if (h.content_length >= 0) body_.reset(BodyFramer::Mode::length, uint64_t(h.content_length));
+    else body_.reset(BodyFramer::Mode::until_close);
+    done_ = body_.done();
+  }
+  return used;
+}
+
+void ResponseTracker::feed_opaque(uint64_t n) {
+  if (done_) return;
+  if (!head_done_) {  // a head we cannot see: count until close
+    gave_up_ = true;
+    head_done_ = true;
+    body_.reset(BodyFramer::Mode::until_close);
+    return;
+  }
+  body_.feed_opaque(n);
+  done_ = body_.done();
+}
+
+}  // namespace txray::http

@@ -1,0 +1,63 @@
+#include "ids.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <ctime>
+
+#include "clock.h"
+#include "counters.h"
+
+namespace txray {
+
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+namespace ids {
+namespace {
+
+std::atomic<uint64_t> g_seed{0};
+std::atomic<uint64_t> g_counter{0};
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void reseed() {
+  uint64_t s = 0;
+  if (getrandom(&s, sizeof s, GRND_NONBLOCK) != ssize_t(sizeof s))
+    s = clock::unix_ns() ^ (uint64_t(getpid()) << 32) ^ clock::mono_ns();
+  g_seed.store(s, std::memory_order_relaxed);
+}
+
+uint64_t next() {
+  uint64_t seed = g_seed.load(std::memory_order_relaxed);
+  if (seed == 0) {
+    reseed();
+    seed = g_seed.load(std::memory_order_relaxed);
+  }
+  for (;;) {
+    // splitmix64 of (seed + counter) is a bijection of the counter: no repeats within a process.
+    uint64_t v = splitmix64(seed + g_counter.fetch_add(1, std::memory_order_relaxed) * 0x9e3779b97f4a7c15ull);
+    if (v) return v;
+  }
+}
+
+void trace_id(uint8_t out[16]) {
+  uint64_t a = next(), b = next();
+  for (int i = 0; i < 8; ++i) {
+    out[i] = uint8_t(a >> (56 - 8 * i));
+    out[8 + i] = uint8_t(b >> (56 - 8 * i));
+  }
+}
+
+}  // namespace ids
+}  // namespace txray

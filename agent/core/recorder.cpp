@@ -1,0 +1,192 @@
+// The recorder API (recorder.h) over the row mechanics (step_rows.h).
+#include "recorder.h"
+
+#include <cerrno>
+
+#include "clock.h"
+#include "counters.h"
+#include "ids.h"
+#include "step_rows.h"
+#include "transaction.h"
+
+namespace txray::rec {
+namespace {
+
+// Set while this thread is inside the recorder: a signal handler that makes a hooked call in the middle
+// of a recorder call must not touch the same transaction (PITFALLS 7); its step is dropped and counted.
+thread_local bool t_in_recorder __attribute__((tls_model("initial-exec"))) = false;
+
+constexpr size_t kMaxText = 4096;
+constexpr size_t kMaxAttrs = 32;
+
+// Entered recorder section: keeps errno, refuses re-entry, holds the transaction's lock in process mode.
+class Section {
+ public:
+  explicit Section(Transaction* t) : t_(t), errno_(errno) {
+    if (!t_) return;
+    if (t_in_recorder) {
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    t_in_recorder = true;
+    if (t_->shared) t_->mu.lock();
+    if (t_->finished) {
+      release();
+      return;
+    }
+    ok_ = true;
+  }
+  ~Section() {
+    if (ok_) release();
+    errno = errno_;
+  }
+  explicit operator bool() const { return ok_; }
+
+ private:
+  void release() {
+    if (t_->shared) t_->mu.unlock();
+    t_in_recorder = false;
+    ok_ = false;
+  }
+  Transaction* t_;
+  int errno_;
+  bool ok_ = false;
+};
+
+// The step a ref points to, or nullptr when the ref is empty or stale. Call inside a Section.
+Step* lookup(const StepRef& s) {
+  Transaction* t = s.tx;
+  if (t->txid != s.txid || s.index < 0 || size_t(s.index) >= t->steps.size()) return nullptr;
+  Step& step = t->steps[size_t(s.index)];
+  return step.seq == s.seq ? &step : nullptr;
+}
+
+// Runs fn(step) on a live step of the calling thread's current transaction.
+template <typename Fn>
+void with_step(const StepRef& s, Fn fn) {
+  if (!s.tx || s.tx != current()) return;
+  Section sec(s.tx);
+  if (!sec) return;
+  if (Step* step = lookup(s)) fn(*step);
+}
+
+StepRef make_ref(Transaction* t, int32_t index) {
+  const Step& s = t->steps[size_t(index)];
+  return StepRef{t, t->txid, s.seq, index, s.start_mono_ns};
+}
+
+}  // namespace
+
+Transaction* current() {
+  Transaction* p = tx::process_transaction();
+  return p ? p : tx::thread_current();
+}
+
+StepRef open(Transaction* tx, StepKind kind) {
+  Section sec(tx);
+  if (!sec) return {};
+  return make_ref(tx, rows::add(tx, kind, true));
+}
+
+StepRef add(Transaction* tx, StepKind kind, std::string_view text) {
+  Section sec(tx);
+  if (!sec) return {};
+  int32_t i = rows::add(tx, kind, false);
+  tx->steps[size_t(i)].text.assign(text.substr(0, kMaxText));
+  return make_ref(tx, i);
+}
+
+void close(StepRef& s) {
+  if (!s.tx || s.tx != current()) return;
+  Section sec(s.tx);
+  if (!sec) return;
+  if (lookup(s)) rows::close_at(s.tx, s.index);
+}
+
+uint64_t elapsed(const StepRef& s) {
+  uint64_t e = 0;
+  with_step(s, [&](Step& st) { e = st.open ? 0 : st.elapsed_ns; });
+  return e;
+}
+
+void set_text(const StepRef& s, std::string_view text) {
+  with_step(s, [&](Step& st) { st.text.assign(text.substr(0, kMaxText)); });
+}
+void set_error(const StepRef& s, std::string_view error) {
+  with_step(s, [&](Step& st) { st.error.assign(error.substr(0, 1024)); });
+}
+void add_attr(const StepRef& s, std::string_view key, std::string_view value) {
+  with_step(s, [&](Step& st) {
+    if (st.attrs.size() < kMaxAttrs)
+      st.attrs.push_back(Attr{std::string(key.substr(0, 128)), std::string(value.substr(0, 1024))});
+  });
+}
+void add_bytes(const StepRef& s, uint64_t read, uint64_t written) {
+  with_step(s, [&](Step& st) {
+    st.bytes_read += read;
+    st.bytes_written += written;
+  });
+}
+void set_rows(const StepRef& s, int64_t rows) {
+  with_step(s, [&](Step& st) { st.rows = rows; });
+}
+void set_changes(const StepRef& s, int64_t changes) {
+  with_step(s, [&](Step& st) { st.changes = changes; });
+}
+void set_fetch_ns(const StepRef& s, uint64_t fetch_ns) {
+  with_step(s, [&](Step& st) { st.fetch_ns = fetch_ns; });
+}
+void set_fingerprint(const StepRef& s, uint64_t fp) {
+  with_step(s, [&](Step& st) { st.fingerprint = fp; });
+}
+void set_status(const StepRef& s, int32_t status) {
+  with_step(s, [&](Step& st) { st.status = status; });
+}
+void set_id(const StepRef& s, uint64_t id) {
+  with_step(s, [&](Step& st) { st.id = id; });
+}
+void set_elapsed(const StepRef& s, uint64_t elapsed_ns) {
+  with_step(s, [&](Step& st) { st.elapsed_ns = elapsed_ns; });
+}
+
+void add_totals(Transaction* tx, const Totals& a) {
+  Section sec(tx);
+  if (!sec) return;
+  tx->totals.sql_ns += a.sql_ns;
+  tx->totals.fetch_ns += a.fetch_ns;
+  tx->totals.call_ns += a.call_ns;
+  tx->totals.sql_count += a.sql_count;
+  tx->totals.call_count += a.call_count;
+}
+
+void mark_failed(Transaction* tx, std::string_view error) {
+  Section sec(tx);
+  if (!sec) return;
+  if (tx->error.empty()) tx->error.assign(error.empty() ? std::string_view("failed") : error.substr(0, 1024));
+}
+
+void add_tx_attr(Transaction* tx, std::string_view key, std::string_view value) {
+  Section sec(tx);
+  if (!sec) return;
+  if (tx->attrs.size() < kMaxAttrs)
+    tx->attrs.push_back(Attr{std::string(key.substr(0, 128)), std::string(value.substr(0, 1024))});
+}
+
+bool trace_context(Transaction* tx, uint8_t trace_id[16], uint64_t* span_id) {
+  if (!tx) return false;
+  for (int i = 0; i < 16; ++i) trace_id[i] = tx->trace_id[i];
+  if (span_id) *span_id = tx->txid;
+  return true;
+}
+
+void set_parent(Transaction* tx, const uint8_t trace_id[16], uint64_t parent_span_id) {
+  Section sec(tx);
+  if (!sec) return;
+  for (int i = 0; i < 16; ++i) tx->trace_id[i] = trace_id[i];
+  tx->parent_span_id = parent_span_id;
+}
+
+uint64_t new_id() { return ids::next(); }
+uint64_t now_ns() { return clock::mono_ns(); }
+
+}  // namespace txray::rec

@@ -1,0 +1,173 @@
+#include "socket_events.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "config.h"
+#include "counters.h"
+#include "http_conn.h"
+#include "ids.h"
+#include "transaction.h"
+
+namespace txray::sock {
+namespace {
+
+HttpConn* conn_of(FdSlot* s) { return s->conn.load(std::memory_order_acquire); }
+
+}  // namespace
+
+void on_accept(int fd, std::string_view client) {
+  if (config().mode != Mode::http) return;
+  int saved = errno;
+  FdSlot* s = fds::get(fd);
+  if (s) {
+    HttpConn* c = conn_of(s);
+    if (!c) {
+      c = new (std::nothrow) HttpConn;
+      if (c) s->conn.store(c, std::memory_order_release);
+    }
+    if (c) {
+      c->reset(client);
+      s->bytes_read.store(0, std::memory_order_relaxed);
+      s->bytes_written.store(0, std::memory_order_relaxed);
+      s->kind.store(FdKind::inbound, std::memory_order_release);
+    } else {
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  errno = saved;
+}
+
+StepRef on_connect_begin(int fd, std::string_view addr, int port) {
+  int saved = errno;
+  StepRef ref;
+  if (FdSlot* s = fds::get(fd)) {
+    if (s->kind.load(std::memory_order_relaxed) == FdKind::inbound)
+      if (HttpConn* c = conn_of(s)) c->on_close();
+    s->uid = ids::next();
+    s->txid = 0;
+    s->bytes_read.store(0, std::memory_order_relaxed);
+    s->bytes_written.store(0, std::memory_order_relaxed);
+    s->kind.store(FdKind::outbound, std::memory_order_release);
+    if (Transaction* t = rec::current()) {
+      ref = rec::open(t, StepKind::SOCKET);
+      if (ref) {
+        s->txid = t->txid;
+        char port_s[16];
+        std::snprintf(port_s, sizeof port_s, "%d", port);
+        char text[96];
+        std::snprintf(text, sizeof text, "%.*s:%d", int(addr.size()), addr.data(), port);
+        rec::set_text(ref, text);
+        rec::add_attr(ref, "addr", addr);
+        rec::add_attr(ref, "port", port_s);
+        rec::set_id(ref, s->uid);
+      }
+    }
+  }
+  errno = saved;
+  return ref;
+}
+
+void on_connect_end(int fd, StepRef& step, int rc, int err, int local_port) {
+  int saved = errno;
+  bool failed = rc != 0 && err != EINPROGRESS && err != EINTR && err != EALREADY && err != EISCONN;
+  if (step) {
+    char lp[16];
+    std::snprintf(lp, sizeof lp, "%d", local_port);
+    rec::add_attr(step, "localport", lp);
+    if (failed) {
+      const char* name = strerrorname_np(err);
+      rec::set_error(step, name ? name : "connect failed");
+    }
+    rec::close(step);
+  }
+  if (failed)
+    if (FdSlot* s = fds::peek(fd)) s->kind.store(FdKind::none, std::memory_order_relaxed);
+  errno = saved;
+}
+
+void inbound_read(FdSlot* s, const char* p, size_t n) {
+  int saved = errno;
+  if (HttpConn* c = conn_of(s)) c->on_read(p, n);
+  errno = saved;
+}
+
+void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
+  int saved = errno;
+  if (HttpConn* c = conn_of(s)) {
+    for (int i = 0; i < cnt && n > 0; ++i) {
+      size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
+      c->on_read(static_cast<const char*>(iov[i].iov_base), take);
+      n -= take;
+    }
+  }
+  errno = saved;
+}
+
+void inbound_write(FdSlot* s, const char* p, size_t n) {
+  int saved = errno;
+  if (HttpConn* c = conn_of(s)) c->on_write(p, n);
+  errno = saved;
+}
+
+void inbound_writev(FdSlot* s, const iovec* iov, int cnt, size_t n) {
+  int saved = errno;
+  if (HttpConn* c = conn_of(s)) {
+    for (int i = 0; i < cnt && n > 0; ++i) {
+      size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
+      c->on_write(static_cast<const char*>(iov[i].iov_base), take);
+      n -= take;
+    }
+  }
+  errno = saved;
+}
+
+void inbound_write_opaque(FdSlot* s, uint64_t n) {
+  int saved = errno;
+  if (HttpConn* c = conn_of(s)) c->on_write_opaque(n);
+  errno = saved;
+}
+
+void on_shutdown(int fd, int how) {
+  if (how != SHUT_WR && how != SHUT_RDWR) return;
+  FdSlot* s = fds::peek(fd);
+  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::inbound) return;
+  int saved = errno;
+  if (HttpConn* c = conn_of(s)) c->on_close();
+  errno = saved;
+}
+
+void on_close(int fd) {
+  FdSlot* s = fds::peek(fd);
+  if (!s) return;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  if (k == FdKind::none || k == FdKind::agent) return;
+  int saved = errno;
+  s->kind.store(FdKind::none, std::memory_order_relaxed);
+  if (k == FdKind::inbound) {
+    if (HttpConn* c = conn_of(s)) c->on_close();
+  } else if (Transaction* t = rec::current()) {
+    StepRef ref = rec::add(t, StepKind::SOCKET_CLOSE);
+    uint64_t r = s->bytes_read.load(std::memory_order_relaxed);
+    uint64_t w = s->bytes_written.load(std::memory_order_relaxed);
+    char text[64];
+    std::snprintf(text, sizeof text, "R=%llu,W=%llu", (unsigned long long)r, (unsigned long long)w);
+    rec::set_text(ref, text);
+    rec::add_bytes(ref, r, w);
+    rec::set_id(ref, s->uid);
+  }
+  errno = saved;
+}
+
+void after_fork_child() {
+  fds::for_each_used(0, (fds::kChunks << fds::kChunkBits) - 1, [](int, FdSlot& s) {
+    if (s.kind.load(std::memory_order_relaxed) != FdKind::inbound) return;
+    if (HttpConn* c = conn_of(&s)) c->tx = nullptr;  // the parent's: not ended (nor freed) here
+  });
+}
+
+}  // namespace txray::sock

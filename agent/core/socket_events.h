@@ -1,0 +1,86 @@
+// What the socket hooks tell the core. Each function takes facts (descriptor, bytes, addresses), never
+// calls the system, and keeps errno. The inline ones are the hot path of every read/write.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "fd_table.h"
+#include "recorder.h"
+
+namespace txray::sock {
+
+// An accepted connection; `client` is "ip:port" (or "unix"). Ignored unless in http mode.
+void on_accept(int fd, std::string_view client);
+
+// An outbound connect of a stream socket is starting: marks fd outbound with a new uid and, when the
+// thread has a transaction, opens its SOCKET step (returned; empty otherwise).
+StepRef on_connect_begin(int fd, std::string_view addr, int port);
+// The connect returned: rc/err as the real call left them, local port of the socket (0 if unknown).
+void on_connect_end(int fd, StepRef& step, int rc, int err, int local_port);
+
+// Slow paths of the inline functions below.
+void inbound_read(FdSlot* s, const char* p, size_t n);
+void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n);
+void inbound_write(FdSlot* s, const char* p, size_t n);
+void inbound_writev(FdSlot* s, const iovec* iov, int cnt, size_t n);
+void inbound_write_opaque(FdSlot* s, uint64_t n);
+
+// `n` bytes were read from fd into p (n > 0).
+inline void on_read(int fd, const void* p, size_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s) return;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  if (k == FdKind::none || k == FdKind::agent) return;
+  s->add_read(n);
+  if (k == FdKind::inbound) inbound_read(s, static_cast<const char*>(p), n);
+}
+inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s) return;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  if (k == FdKind::none || k == FdKind::agent) return;
+  s->add_read(n);
+  if (k == FdKind::inbound) inbound_readv(s, iov, cnt, n);
+}
+// `n` bytes of p were written to fd (n > 0).
+inline void on_write(int fd, const void* p, size_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s) return;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  if (k == FdKind::none || k == FdKind::agent) return;
+  s->add_written(n);
+  if (k == FdKind::inbound) inbound_write(s, static_cast<const char*>(p), n);
+}
+inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s) return;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  if (k == FdKind::none || k == FdKind::agent) return;
+  s->add_written(n);
+  if (k == FdKind::inbound) inbound_writev(s, iov, cnt, n);
+}
+// sendfile: n bytes whose contents the agent does not see.
+inline void on_write_opaque(int fd, uint64_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s) return;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  if (k == FdKind::none || k == FdKind::agent) return;
+  s->add_written(n);
+  if (k == FdKind::inbound) inbound_write_opaque(s, n);
+}
+
+// shutdown(fd, how): SHUT_WR/SHUT_RDWR on an inbound connection ends an until-close response.
+void on_shutdown(int fd, int how);
+// The program is about to close fd (called before the real close): SOCKET_CLOSE for an outbound
+// socket, end of the connection for an inbound one; the slot is forgotten.
+void on_close(int fd);
+
+// In a forked child: transactions in progress on inherited connections belong to the parent.
+void after_fork_child();
+
+}  // namespace txray::sock

@@ -1,0 +1,146 @@
+#include "step_rows.h"
+
+#include "clock.h"
+#include "counters.h"
+#include "transaction.h"
+
+namespace txray::rows {
+namespace {
+
+constexpr size_t kMaxSummaries = 256;
+
+uint64_t cpu_now(const Transaction* t) {
+  return t->shared ? clock::process_cpu_ns() : clock::thread_cpu_ns();
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Fills a real row's time fields from the clocks and moves the "previous row" marks to it.
+void stamp(Transaction* t, Step& s, uint64_t now) {
+  uint64_t cpu = cpu_now(t);
+  uint32_t tid = t->shared ? 0 : tx::this_tid();
+  s.start_offset_ns = now - t->start_mono_ns;
+  s.gap_ns = now - t->last_row_mono_ns;
+  // A row on another thread than the previous one (a response written by another thread) cannot say how
+  // much CPU was used in between: it gets 0, so the CPU_T sum stays equal to the transaction's CPU.
+  s.cpu_ns = (tid == t->last_row_tid && cpu >= t->last_row_cpu_ns) ? cpu - t->last_row_cpu_ns : 0;
+  t->cpu_ns += s.cpu_ns;
+  t->last_row_mono_ns = now;
+  t->last_row_cpu_ns = cpu;
+  t->last_row_tid = tid;
+  ++t->rows;
+}
+
+void summarize(Transaction* t, const Step& s) {
+  uint64_t fp = s.fingerprint ? s.fingerprint : fnv1a(s.text);
+  StepSummary* sum = nullptr;
+  for (auto& x : t->summary)
+    if (x.kind == s.kind && x.fingerprint == fp) sum = &x;
+  if (!sum) {
+    if (t->summary.size() >= kMaxSummaries) {
+      // Bounded: anything beyond goes to one "(other)" bucket of its kind.
+      fp = 0;
+      for (auto& x : t->summary)
+        if (x.kind == s.kind && x.fingerprint == 0) sum = &x;
+    }
+    if (!sum) {
+      t->summary.emplace_back();
+      sum = &t->summary.back();
+      sum->kind = s.kind;
+      sum->fingerprint = fp;
+      sum->text = fp ? s.text : std::string("(other)");
+    }
+  }
+  sum->count++;
+  sum->elapsed_ns += s.elapsed_ns;
+  if (s.rows > 0) sum->rows += s.rows;
+  if (!s.error.empty()) sum->errors++;
+  sum->bytes_read += s.bytes_read;
+  sum->bytes_written += s.bytes_written;
+  counters().steps_summarized.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void start(Transaction* t) {
+  uint64_t now = clock::mono_ns();
+  t->start_mono_ns = now;
+  t->last_row_mono_ns = now;
+  t->last_row_cpu_ns = cpu_now(t);
+  t->last_row_tid = t->shared ? 0 : tx::this_tid();
+  Step s;
+  s.kind = StepKind::START;
+  s.seq = ++t->next_seq;
+  s.start_mono_ns = now;
+  t->steps.push_back(std::move(s));
+  ++t->rows;
+}
+
+void fold_tail(Transaction* t) {
+  while (!t->steps.empty() && t->steps.back().folded && !t->steps.back().open) {
+    summarize(t, t->steps.back());
+    t->steps.pop_back();
+  }
+}
+
+int32_t add(Transaction* t, StepKind kind, bool call) {
+  fold_tail(t);
+  uint64_t now = clock::mono_ns();
+  Step s;
+  s.kind = kind;
+  s.seq = ++t->next_seq;
+  s.start_mono_ns = now;
+  s.open = call;
+  s.parent = t->depth > 0 ? t->stack[t->depth - 1] : -1;
+  // One row is always kept for END. A folded step reads no CPU clock and moves no "previous row" mark.
+  if (t->rows + 1 >= t->max_rows) s.folded = true;
+  else stamp(t, s, now);
+  t->steps.push_back(std::move(s));
+  int32_t index = int32_t(t->steps.size() - 1);
+  if (call) {
+    if (t->depth < Transaction::kMaxDepth) t->stack[t->depth++] = index;
+    else counters().internal_errors.fetch_add(1, std::memory_order_relaxed);  // too deep: no children
+  }
+  return index;
+}
+
+void close_at(Transaction* t, int32_t index) {
+  uint64_t now = clock::mono_ns();
+  auto close_one = [&](int32_t i) {
+    Step& s = t->steps[size_t(i)];
+    if (!s.open) return;
+    s.open = false;
+    s.elapsed_ns = now - s.start_mono_ns;
+  };
+  bool on_stack = false;
+  for (int d = 0; d < t->depth; ++d) on_stack |= t->stack[d] == index;
+  if (on_stack) {
+    while (t->depth > 0) {
+      int32_t top = t->stack[--t->depth];
+      close_one(top);
+      if (top == index) break;
+    }
+  } else {
+    close_one(index);
+  }
+  fold_tail(t);
+}
+
+void finish(Transaction* t) {
+  while (t->depth > 0) close_at(t, t->stack[t->depth - 1]);
+  fold_tail(t);
+  uint64_t now = clock::mono_ns();
+  Step s;
+  s.kind = StepKind::END;
+  s.seq = ++t->next_seq;
+  s.start_mono_ns = now;
+  stamp(t, s, now);
+  t->steps.push_back(std::move(s));
+  t->elapsed_ns = now - t->start_mono_ns;
+}
+
+}  // namespace txray::rows

@@ -1,0 +1,22 @@
+// Row mechanics of a transaction (internal to the core): creating rows with their GAP/CPU_T, the stack
+// of open call steps, and folding steps past the limit into summaries. Callers hold the transaction's
+// lock when it is shared (process mode).
+#pragma once
+
+#include "transaction.h"
+
+namespace txray::rows {
+
+// The START row (offset 0, GAP 0, CPU_T 0) and the clocks' origin.
+void start(Transaction* t);
+// A new step at now, child of the innermost open call; `call` = it stays open until close_at().
+// Returns its index in t->steps.
+int32_t add(Transaction* t, StepKind kind, bool call);
+// Closes the open call at `index` (and any opened after it that are still open) at now.
+void close_at(Transaction* t, int32_t index);
+// The END row, closing every step still open; sets elapsed_ns and cpu_ns.
+void finish(Transaction* t);
+// Folds closed steps past the limit at the end of the list into summaries.
+void fold_tail(Transaction* t);
+
+}  // namespace txray::rows

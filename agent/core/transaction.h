@@ -1,0 +1,131 @@
+// The transaction and step model: what one traced request (or process run) recorded, row by row.
+//
+// Rows are appended in time order. Each row's GAP is the wall time since the previous row and its CPU_T
+// the CPU time since the previous row, both taken by the recorder when the row is created, so over a
+// transaction sum(GAP) == elapsed_ns and sum(CPU_T) == cpu_ns by construction. Past the step limit a
+// step is kept only until it is closed and then folded into a StepSummary (it never became a row, so
+// its GAP/CPU simply end up in the next real row).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recorder.h"
+
+namespace txray {
+
+struct Attr {
+  std::string key;
+  std::string value;
+};
+
+struct Step {
+  StepKind kind = StepKind::MESSAGE;
+  int32_t parent = -1;
+  uint32_t seq = 0;
+  bool open = false;    // a call step not closed yet
+  bool folded = false;  // past the step limit: becomes part of a summary when closed
+  uint64_t start_mono_ns = 0;
+  uint64_t start_offset_ns = 0;
+  uint64_t gap_ns = 0;
+  uint64_t cpu_ns = 0;
+  uint64_t elapsed_ns = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  std::string text;
+  std::string error;
+  std::vector<Attr> attrs;
+  uint64_t id = 0;
+  int64_t rows = -1;
+  uint64_t fetch_ns = 0;
+  uint64_t fingerprint = 0;
+  int32_t status = 0;
+  int64_t changes = -1;
+};
+
+struct StepSummary {
+  StepKind kind = StepKind::MESSAGE;
+  uint64_t fingerprint = 0;
+  std::string text;
+  uint64_t count = 0;
+  uint64_t elapsed_ns = 0;
+  int64_t rows = 0;
+  uint64_t errors = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+};
+
+struct Transaction {
+  // What goes on the wire.
+  uint64_t txid = 0;
+  uint8_t trace_id[16] = {};
+  uint64_t parent_span_id = 0;
+  std::string name;
+  std::string kind;  // "http", "api", "process"
+  uint64_t start_unix_ns = 0;
+  uint64_t elapsed_ns = 0;
+  uint64_t cpu_ns = 0;
+  Totals totals;
+  std::string client_addr;
+  int32_t status = 0;
+  std::string error;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint32_t tid = 0;
+  std::vector<Step> steps;
+  std::vector<StepSummary> summary;
+  std::vector<Attr> attrs;
+
+  // Recording state.
+  bool shared = false;  // process mode: steps from every thread, serialized by `mu`
+  bool finished = false;
+  std::mutex mu;
+  uint64_t start_mono_ns = 0;
+  uint64_t last_row_mono_ns = 0;
+  uint64_t last_row_cpu_ns = 0;
+  uint32_t last_row_tid = 0;  // CPU_T counts only when a row is on the same thread as the previous one
+  uint32_t rows = 0;          // real rows so far
+  uint32_t max_rows = 1000;
+  uint32_t next_seq = 0;
+  static constexpr int kMaxDepth = 32;
+  int32_t stack[kMaxDepth];  // open call steps (indexes into steps), innermost last
+  int depth = 0;
+  std::atomic<Transaction*>* owner_slot = nullptr;  // the owning thread's "current" slot
+};
+
+namespace tx {
+
+// Starts a transaction with a START row at now. `shared` = process mode (every thread records into
+// it, CPU is the process's). Does not make it current.
+Transaction* begin(std::string_view name, std::string_view kind, bool shared = false);
+
+// Appends the END row at now, closes steps still open, folds what is pending, records status/error
+// (error non-empty = failed), clears it as its owner thread's current transaction and hands it to the
+// sink, which owns it from then on. Safe to call once; later calls do nothing.
+void end(Transaction* t, int32_t status, std::string_view error);
+
+// The calling thread's current transaction (what rec::current() returns in http mode).
+void make_current(Transaction* t);
+Transaction* thread_current();
+// Process mode: the one transaction every thread records into (nullptr when none).
+void set_process_transaction(Transaction* t);
+Transaction* process_transaction();
+
+// Where finished transactions go (the transport's queue; tests collect them). Without a sink they are
+// deleted.
+using Sink = void (*)(Transaction*);
+void set_sink(Sink s);
+
+// Forget this thread's current transaction without touching it (forked child).
+void forget_current_after_fork();
+
+// Gettid, cached per thread (reset in a forked child).
+uint32_t this_tid();
+void reset_tid_after_fork();
+
+}  // namespace tx
+}  // namespace txray

@@ -1,0 +1,283 @@
+// Socket interposers: call the real function, keep errno, hand the facts to agent/core/socket_events.h.
+// Plain reads and writes cost a thread-kind check and one fd-table lookup (no clock reads).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "../core/config.h"
+#include "../core/socket_events.h"
+#include "hook.h"
+
+namespace {
+
+using txray::FdKind;
+namespace fds = txray::fds;
+namespace sock = txray::sock;
+
+inline bool is_agent_thread() {
+  txray::ThreadKind k = txray::hooks::t_kind;
+  if (__builtin_expect(k == txray::ThreadKind::unknown, 0)) k = txray::hooks::classify_thread();
+  return k == txray::ThreadKind::agent;
+}
+
+// Marks a descriptor the agent's own threads (libzmq) created, so the program cannot close it.
+inline int mark_if_agent(int fd) {
+  if (fd >= 0 && is_agent_thread()) {
+    int saved = errno;
+    fds::mark_agent(fd);
+    errno = saved;
+  }
+  return fd;
+}
+
+// "ip:port" of a socket address, and its port; false for families other than IPv4/IPv6.
+bool format_addr(const sockaddr* sa, char* ip, size_t ip_len, int* port) {
+  if (!sa) return false;
+  if (sa->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, ip, socklen_t(ip_len));
+    *port = ntohs(in->sin_port);
+    return true;
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, ip, socklen_t(ip_len));
+    *port = ntohs(in6->sin6_port);
+    return true;
+  }
+  return false;
+}
+
+void note_accept(int fd, const sockaddr* addr, const socklen_t* len) {
+  if (fd < 0 || txray::config().mode != txray::Mode::http || !txray::host_thread_enabled()) return;
+  int saved = errno;
+  sockaddr_storage ss;
+  const sockaddr* sa = addr;
+  if (!sa || !len || *len < sizeof(sa_family_t)) {
+    socklen_t l = sizeof ss;
+    sa = getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &l) == 0 ? reinterpret_cast<sockaddr*>(&ss) : nullptr;
+  }
+  char ip[INET6_ADDRSTRLEN] = "";
+  char client[INET6_ADDRSTRLEN + 16] = "";
+  int port = 0;
+  if (format_addr(sa, ip, sizeof ip, &port)) std::snprintf(client, sizeof client, "%s:%d", ip, port);
+  else if (sa && sa->sa_family == AF_UNIX) std::snprintf(client, sizeof client, "unix");
+  else {
+    errno = saved;
+    return;  // not a stream socket family we follow
+  }
+  sock::on_accept(fd, client);
+  errno = saved;
+}
+
+}  // namespace
+
+extern "C" {
+
+int accept(int fd, sockaddr* addr, socklen_t* len) {
+  auto real = TXRAY_REAL(accept, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  int r = real(fd, addr, len);
+  note_accept(r, addr, len);
+  return r;
+}
+
+int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  auto real = TXRAY_REAL(accept4, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  int r = real(fd, addr, len, flags);
+  note_accept(r, addr, len);
+  return r;
+}
+
+int connect(int fd, const sockaddr* addr, socklen_t len) {
+  auto real = TXRAY_REAL(connect, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  char ip[INET6_ADDRSTRLEN] = "";
+  int port = 0;
+  if (!txray::host_thread_enabled() || !format_addr(addr, ip, sizeof ip, &port)) return real(fd, addr, len);
+  txray::HookGuard guard(txray::HookFamily::socket);
+  if (!guard) return real(fd, addr, len);
+  int type = 0;
+  socklen_t tl = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) {
+    errno = 0;
+    return real(fd, addr, len);
+  }
+  txray::StepRef step = sock::on_connect_begin(fd, ip, port);
+  int rc = real(fd, addr, len);
+  int err = rc == 0 ? 0 : errno;
+  int local_port = 0;
+  if (rc == 0 || err == EINPROGRESS) {
+    sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    char lip[INET6_ADDRSTRLEN];
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &l) == 0)
+      format_addr(reinterpret_cast<sockaddr*>(&ss), lip, sizeof lip, &local_port);
+  }
+  sock::on_connect_end(fd, step, rc, err, local_port);
+  errno = err;
+  return rc;
+}
+
+ssize_t read(int fd, void* buf, size_t n) {
+  auto real = TXRAY_REAL(read, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, buf, n);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
+  return r;
+}
+
+ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  auto real = TXRAY_REAL(recv, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, buf, n, flags);
+  // MSG_PEEK leaves the bytes in the socket: they are counted when really read.
+  if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
+  return r;
+}
+
+ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
+  auto real = TXRAY_REAL(recvfrom, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, buf, n, flags, addr, len);
+  if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
+  return r;
+}
+
+ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+  auto real = TXRAY_REAL(recvmsg, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, msg, flags);
+  if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled())
+    sock::on_readv(fd, msg->msg_iov, int(msg->msg_iovlen), size_t(r));
+  return r;
+}
+
+ssize_t readv(int fd, const iovec* iov, int cnt) {
+  auto real = TXRAY_REAL(readv, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, iov, cnt);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_readv(fd, iov, cnt, size_t(r));
+  return r;
+}
+
+ssize_t write(int fd, const void* buf, size_t n) {
+  auto real = TXRAY_REAL(write, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, buf, n);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
+  return r;
+}
+
+ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  auto real = TXRAY_REAL(send, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, buf, n, flags);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
+  return r;
+}
+
+ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
+  auto real = TXRAY_REAL(sendto, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, buf, n, flags, addr, len);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
+  return r;
+}
+
+ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+  auto real = TXRAY_REAL(sendmsg, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, msg, flags);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_writev(fd, msg->msg_iov, int(msg->msg_iovlen), size_t(r));
+  return r;
+}
+
+ssize_t writev(int fd, const iovec* iov, int cnt) {
+  auto real = TXRAY_REAL(writev, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(fd, iov, cnt);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_writev(fd, iov, cnt, size_t(r));
+  return r;
+}
+
+ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
+  auto real = TXRAY_REAL(sendfile, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(out_fd, in_fd, offset, count);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write_opaque(out_fd, uint64_t(r));
+  return r;
+}
+
+ssize_t sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count) {
+  auto real = TXRAY_REAL(sendfile64, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  ssize_t r = real(out_fd, in_fd, offset, count);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write_opaque(out_fd, uint64_t(r));
+  return r;
+}
+
+int shutdown(int fd, int how) {
+  auto real = TXRAY_REAL(shutdown, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  int r = real(fd, how);
+  if (r == 0 && txray::host_thread_enabled() && txray::hooks::in_this_process()) {
+    txray::HookGuard guard(txray::HookFamily::socket);
+    if (guard) sock::on_shutdown(fd, how);
+  }
+  return r;
+}
+
+int close(int fd) {
+  auto real = TXRAY_REAL(close, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  FdKind k = fds::kind_of(fd);
+  if (__builtin_expect(k == FdKind::none, 1)) return real(fd);
+  if (k == FdKind::agent) {
+    if (!is_agent_thread()) return 0;  // the program cannot close the agent's descriptor (PITFALLS 4, 12)
+    if (auto* s = fds::peek(fd)) s->kind.store(FdKind::none, std::memory_order_relaxed);
+    return real(fd);
+  }
+  if (txray::host_thread_enabled() && txray::hooks::in_this_process()) {
+    txray::HookGuard guard(txray::HookFamily::socket);
+    if (guard) sock::on_close(fd);
+  }
+  return real(fd);
+}
+
+int socket(int domain, int type, int protocol) {
+  auto real = TXRAY_REAL(socket, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  return mark_if_agent(real(domain, type, protocol));
+}
+
+int eventfd(unsigned int initval, int flags) {
+  auto real = TXRAY_REAL(eventfd, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  return mark_if_agent(real(initval, flags));
+}
+
+int epoll_create(int size) {
+  auto real = TXRAY_REAL(epoll_create, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  return mark_if_agent(real(size));
+}
+
+int epoll_create1(int flags) {
+  auto real = TXRAY_REAL(epoll_create1, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  return mark_if_agent(real(flags));
+}
+
+}  // extern "C"

@@ -1,0 +1,18 @@
+// Transactions of the core -> txray.v1 protobuf messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../core/counters.h"
+#include "../core/transaction.h"
+#include "identity.h"
+
+namespace txray {
+
+// Serializes one Batch (agent identity, cumulative drop counters, batch_seq, the transactions).
+// False when serialization fails (counted as encode_failed by the caller).
+bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
+                  const std::vector<Transaction*>& txs, std::string* out);
+
+}  // namespace txray
