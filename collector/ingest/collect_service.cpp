@@ -74,10 +74,11 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
   uint64_t recv = s.received_tx, stored = s.stored_tx;
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
-               ", malformed %" PRIu64 " (oversize %" PRIu64 ", invalid %" PRIu64 "), lost %" PRIu64 ", queue %zu\n",
+               ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
+               ", queue %zu\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
-               secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(),
-               s.malformed + s.oversize + s.invalid, s.oversize.load(), s.invalid.load(), s.lost_tx.load(), queued);
+               secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
+               s.invalid.load(), s.oversize.load(), s.lost_tx.load(), queued);
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
@@ -112,7 +113,7 @@ class Receiver {
     }
     // One line per rejected message would let a sender flood the log: report the first few.
     if (++rejected_logged_ <= 10) {
-      std::fprintf(stderr, "txray collect: dropped a %s message: %s%s\n", to_string(r.status), r.reason.c_str(),
+      std::fprintf(stderr, "txray collect: dropped a message (%s): %s%s\n", to_string(r.status), r.reason.c_str(),
                    rejected_logged_ == 10 ? " (further rejections are only counted)" : "");
     }
   }

@@ -30,6 +30,7 @@ struct Args {
   uint64_t garbage = 0, invalid = 0, oversize = 0, oversize_bytes = (3u << 20) / 2;
   uint64_t drops = 0;
   bool print_txids = false;
+  bool linked = false;
 };
 
 std::vector<txray::v1::Batch> generate(const Args& a) {
@@ -38,12 +39,30 @@ std::vector<txray::v1::Batch> generate(const Args& a) {
   o.app = a.app;
   o.instance_id = a.instance_id;
   std::mt19937_64 rng(a.seed);
-  std::vector<txray::v1::Batch> out;
   uint64_t start = 1700000000000000000ull + a.seed * 1000000000ull;
-  for (uint64_t i = 0; i < a.transactions; ++i) {
+  txray::v1::Batch all = txray::testing::make_batch(o, 0);
+  for (uint64_t i = 0; i < a.transactions; ++i) txray::testing::add_transaction(all, o, i, rng, start + i * 1000000);
+  if (a.linked) {
+    // Pairs (caller, callee): the callee joins the caller's trace with the span id of the caller's
+    // first HTTP_CALL as its parent. Every other pair is sent callee first.
+    for (int i = 0; i + 1 < all.transactions_size(); i += 2) {
+      auto* caller = all.mutable_transactions(i);
+      auto* callee = all.mutable_transactions(i + 1);
+      for (const auto& s : caller->steps())
+        if (s.kind() == txray::v1::HTTP_CALL) {
+          callee->set_parent_span_id(s.id());
+          break;
+        }
+      callee->set_trace_id(caller->trace_id());
+      callee->set_start_unix_ns(caller->start_unix_ns() + 1000);
+      if ((i / 2) % 2 == 1) all.mutable_transactions()->SwapElements(i, i + 1);
+    }
+  }
+  std::vector<txray::v1::Batch> out;
+  for (auto& tx : *all.mutable_transactions()) {
     if (out.empty() || static_cast<uint64_t>(out.back().transactions_size()) >= a.per_batch)
       out.push_back(txray::testing::make_batch(o, out.size() + 1));
-    txray::testing::add_transaction(out.back(), o, i, rng, start + i * 1000000);
+    *out.back().add_transactions() = std::move(tx);
   }
   // Agents report cumulative counters; the last batch carries the final values.
   for (size_t i = 0; i < out.size(); ++i) {
@@ -169,6 +188,7 @@ int main(int argc, char** argv) {
   app.add_option("--oversize-bytes", a.oversize_bytes, "size of each oversized message");
   app.add_option("--drops", a.drops, "queue_full drops reported in the last batch (send_failed: half)");
   app.add_flag("--print-txids", a.print_txids, "list the txids sent");
+  app.add_flag("--linked", a.linked, "make pairs of caller and callee transactions (one trace per pair)");
   CLI11_PARSE(app, argc, argv);
   if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty()) {
     std::fprintf(stderr, "txray-test-sender: give --endpoint, --raw-sqlite or --write-dir\n");

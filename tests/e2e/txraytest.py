@@ -18,6 +18,7 @@ SOURCE_DIR = os.environ.get("TXRAY_SOURCE_DIR", os.path.join(os.path.dirname(__f
 TXRAY = os.path.join(BUILD_DIR, "bin", "txray")
 AGENT = os.path.join(BUILD_DIR, "lib", "libtxray-agent.so")
 BIN = os.path.join(BUILD_DIR, "bin")
+SENDER = os.path.join(BIN, "txray-test-sender")  # synthetic agent batches (tests/collector/test_sender.cpp)
 PYTHON = "/usr/bin/python3"  # Debian's dynamically linked python, never a pyenv shim
 
 
@@ -50,8 +51,9 @@ def wait_port(port, timeout=20.0):
 class Collector:
     """A real `txray collect` on a private endpoint, writing to a fresh database."""
 
-    def __init__(self, workdir, endpoint=None, db=None):
+    def __init__(self, workdir, endpoint=None, db=None, extra_args=()):
         self.workdir = workdir
+        self.extra_args = list(extra_args)
         self.endpoint = endpoint or f"ipc://{workdir}/collector.sock"
         self.db = db or os.path.join(workdir, "txray.db")
         self.proc = None
@@ -60,7 +62,7 @@ class Collector:
     def start(self):
         self._logf = open(self.log, "ab")
         self.proc = subprocess.Popen([TXRAY, "collect", "--listen", self.endpoint, "--db", self.db,
-                                      "--status-interval", "1"],
+                                      "--status-interval", "1", *self.extra_args],
                                      stdout=self._logf, stderr=subprocess.STDOUT)
         if self.endpoint.startswith("ipc://"):
             wait_for(lambda: os.path.exists(self.endpoint[len("ipc://"):]), what="collector socket")
@@ -83,6 +85,13 @@ class Collector:
             self.proc = None
             return rc
         return None
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode("utf-8", "replace")
 
     def __enter__(self):
         return self.start()
@@ -140,6 +149,13 @@ def count_transactions(db):
 
 def wait_transactions(db, n, timeout=30.0):
     return wait_for(lambda: count_transactions(db) >= n, timeout, what=f"{n} transactions in {db}")
+
+
+def send_batches(endpoint, *args):
+    """Runs txray-test-sender against a collector; returns its JSON summary (see --print-txids)."""
+    out = subprocess.run([SENDER, "--endpoint", endpoint, *map(str, args)], check=True,
+                         capture_output=True, text=True, timeout=300).stdout
+    return json.loads(out)
 
 
 def check_sums(test, tx):

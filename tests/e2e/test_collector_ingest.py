@@ -1,0 +1,100 @@
+"""`txray collect` end to end: a real collector receives batches from txray-test-sender over ZeroMQ and
+`txray show --json` returns them; SIGINT stores everything received; bad messages are counted, never fatal."""
+import os
+import re
+import sqlite3
+import subprocess
+
+from txraytest import (TXRAY, Collector, TxrayTestCase, check_sums, count_transactions, free_port,
+                       send_batches, show_json, wait_transactions)
+
+
+def final_status(collector):
+    lines = [l for l in collector.log_text().splitlines() if "exit:" in l]
+    assert lines, collector.log_text()
+    line = lines[-1]
+    nums = {k: int(v) for k, v in re.findall(r"(malformed|invalid|oversize|lost|agents dropped) (\d+)", line)}
+    nums["stored"] = int(re.search(r"(\d+) stored in total", line).group(1))
+    return nums
+
+
+class CollectorIngest(TxrayTestCase):
+    def test_batches_round_trip_to_show_json(self):
+        with Collector(self.tmp) as c:
+            sent = send_batches(c.endpoint, "--transactions", 300, "--per-batch", 40, "--steps", 10,
+                                "--app", "shop", "--print-txids")
+            wait_transactions(c.db, 300)
+        txs = show_json(c.db, "--last", "1000")
+        self.assertEqual(sorted(t["txid"] for t in txs), sorted(sent["txids"]))
+        for t in txs:
+            check_sums(self, t)
+            self.assertEqual(t["app"], "shop")
+            self.assertEqual(t["host"], "testhost")
+            self.assertEqual(len(t["steps"]), 10)
+            self.assertRegex(t["guid"], r"^[0-9a-f]{32}$")
+            self.assertTrue(t["name"].startswith("GET /orders/"))
+            kinds = {s["kind"] for s in t["steps"]}
+            self.assertTrue({"START", "END", "SOCKET", "SOCKET_CLOSE", "SQL", "HTTP_CALL"} <= kinds, kinds)
+            sql = [s for s in t["steps"] if s["kind"] == "SQL"]
+            self.assertEqual(sum(s["elapsed_ns"] for s in sql), t["sql_ns"])
+            self.assertTrue(all("rows" in s and "fingerprint" in s for s in sql))
+            socket = next(s for s in t["steps"] if s["kind"] == "SOCKET")
+            self.assertEqual(socket["attributes"]["port"], "5432")
+        # --id finds one of them; --app filters.
+        one = show_json(c.db, "--id", sent["txids"][17])
+        self.assertEqual([t["txid"] for t in one], [sent["txids"][17]])
+        self.assertEqual(show_json(c.db, "--last", "5", "--app", "nope"), [])
+
+    def test_sigint_stores_everything_received(self):
+        c = Collector(self.tmp).start()
+        send_batches(c.endpoint, "--transactions", 20000, "--per-batch", 100, "--steps", 10)
+        # The sender has handed every message to the collector's socket; stop at once.
+        rc = c.stop()
+        self.assertEqual(rc, 0)
+        self.assertEqual(count_transactions(c.db), 20000)
+        self.assertEqual(final_status(c)["stored"], 20000)
+        with sqlite3.connect(c.db) as con:
+            self.assertEqual(con.execute("SELECT count(*) FROM steps").fetchone()[0], 200000)
+
+    def test_bad_messages_are_counted_and_survived(self):
+        with Collector(self.tmp, extra_args=["--max-message-mib", "1"]) as c:
+            send_batches(c.endpoint, "--garbage", 200, "--invalid", 7, "--oversize", 3,
+                         "--oversize-bytes", 1500000, "--transactions", 50, "--per-batch", 10)
+            wait_transactions(c.db, 50)
+            self.assertTrue(c.running(), c.log_text())
+            # Still serving: a second sender's batches arrive too.
+            send_batches(c.endpoint, "--transactions", 20, "--seed", 2, "--instance-id", 77)
+            wait_transactions(c.db, 70)
+            self.assertTrue(c.running())
+        st = final_status(c)
+        self.assertEqual(st["oversize"], 3)
+        # Random bytes that happen to parse as a Batch lack an agent: they count as invalid, not malformed.
+        self.assertEqual(st["malformed"] + st["invalid"], 200 + 7)
+        self.assertGreaterEqual(st["malformed"], 150)
+        self.assertEqual(st["stored"], 70)
+        self.assertEqual(count_transactions(c.db), 70)
+
+    def test_tcp_endpoint_and_agent_drop_counters(self):
+        port = free_port()
+        with Collector(self.tmp, endpoint=f"tcp://127.0.0.1:{port}") as c:
+            send_batches(c.endpoint, "--transactions", 100, "--per-batch", 10, "--drops", 40)
+            wait_transactions(c.db, 100)
+        self.assertEqual(final_status(c)["agents dropped"], 40 + 20)
+        with sqlite3.connect(c.db) as con:
+            row = con.execute("SELECT drops_queue_full, drops_send_failed, batches FROM agents").fetchall()
+        self.assertEqual(row, [(40, 20, 10)])
+
+    def test_bad_arguments_exit_2(self):
+        def run(*args):
+            return subprocess.run([TXRAY, "collect", *args], capture_output=True, text=True, timeout=30)
+        self.assertEqual(run("--db", os.path.join(self.tmp, "x.db")).returncode, 2)  # no --listen
+        r = run("--listen", "bogus://nowhere", "--db", os.path.join(self.tmp, "x.db"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot listen", r.stderr)
+        foreign = os.path.join(self.tmp, "foreign.db")
+        with sqlite3.connect(foreign) as con:
+            con.execute("CREATE TABLE people(name TEXT)")
+        r = run("--listen", f"ipc://{self.tmp}/s", "--db", foreign)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not a txray store", r.stderr)
+        self.assertEqual(run("--help").returncode, 0)
