@@ -12,11 +12,13 @@
 // The row is closed when the first call returns, so that what the program does between fetches never
 // nests under it; rows and fetch time are added to it when the execution ends (SQLITE_DONE, an error,
 // sqlite3_reset or sqlite3_finalize). sqlite3_exec is one row for its whole text (rows = callback rows).
+// A prepare that fails (syntax error, no such table) is a failed SQL row of its own.
 // The hooks hold the sql family guard while libsqlite3 runs, so statements it runs on its own behalf
 // (schema parsing via sqlite3_exec, PITFALLS 2) are not rows.
 #include <sqlite3.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "../core/recorder.h"
@@ -78,14 +80,6 @@ sql::SqliteStatement* state_of(sqlite3_stmt* st, bool create) {
   const auto& cfg = sql::settings();
   fresh.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
   return &fresh;
-}
-
-void after_prepare(int rc, sqlite3_stmt** out) {
-  if (rc != SQLITE_OK || !out || !*out) return;
-  const char* text = stmt_sql(*out);
-  sql::SqliteStatement& s = statements().reset(*out);
-  const auto& cfg = sql::settings();
-  s.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
 }
 
 // Adds time and rows of the fetches to the execution's row, and fetch time to the transaction totals.
@@ -181,6 +175,44 @@ void record_bind(sqlite3_stmt* st, int index, sql::BindType type, MakeRaw make_r
   else s->binds.set(index, type, {}, cfg.mode);
 }
 
+// Registers a prepared statement with its normalized text.
+void remember(sqlite3_stmt* st) {
+  const char* text = stmt_sql(st);
+  sql::SqliteStatement& s = statements().reset(st);
+  const auto& cfg = sql::settings();
+  s.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
+}
+
+// A statement that failed to compile (syntax error, no such table) is a failed SQL row of its own: the
+// program asked for it and got an error. `text` is UTF-8, or null for the UTF-16 variants.
+void failed_prepare(sqlite3* db, const char* text, int n, int rc, uint64_t elapsed) {
+  Transaction* tx = rec::current();
+  if (!tx) return;
+  const auto& cfg = sql::settings();
+  std::string_view sv = !text ? std::string_view("(UTF-16 statement)")
+                        : n < 0 ? std::string_view(text) : std::string_view(text, strnlen(text, size_t(n)));
+  sql::Normalized norm = sql::normalize(sv, cfg.mode, cfg.max_text);
+  StepRef step = rec::add(tx, StepKind::SQL, norm.text);
+  rec::set_fingerprint(step, norm.fingerprint);
+  rec::set_elapsed(step, elapsed);
+  fail(tx, step, db, rc);
+  rec::add_totals(tx, {.sql_ns = elapsed, .sql_count = 1});
+}
+
+// Every prepare variant: the real call with the sql guard held (so the library's own nested prepares
+// are not seen), then the statement is remembered, or the failure recorded.
+template <typename Call>
+int prepare_hook(sqlite3* db, const char* utf8_text, int n, sqlite3_stmt** out, Call call) {
+  HookGuard guard(HookFamily::sql);
+  if (!guard) return call();
+  uint64_t t0 = rec::now_ns();
+  int rc = call();
+  SaveErrno keep;
+  if (rc == SQLITE_OK && out && *out) remember(*out);
+  else if (rc != SQLITE_OK) failed_prepare(db, utf8_text, n, rc, rec::now_ns() - t0);
+  return rc;
+}
+
 }  // namespace
 
 // --- prepare family ------------------------------------------------------------------------------------
@@ -188,57 +220,39 @@ void record_bind(sqlite3_stmt* st, int index, sql::BindType type, MakeRaw make_r
 extern "C" int sqlite3_prepare(sqlite3* db, const char* sql, int n, sqlite3_stmt** out, const char** tail) {
   auto real = TXRAY_REAL(sqlite3_prepare, kLib);
   if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(db, sql, n, out, tail);
-  if (guard) { SaveErrno keep; after_prepare(rc, out); }
-  return rc;
+  return prepare_hook(db, sql, n, out, [&] { return real(db, sql, n, out, tail); });
 }
 
 extern "C" int sqlite3_prepare_v2(sqlite3* db, const char* sql, int n, sqlite3_stmt** out, const char** tail) {
   auto real = TXRAY_REAL(sqlite3_prepare_v2, kLib);
   if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(db, sql, n, out, tail);
-  if (guard) { SaveErrno keep; after_prepare(rc, out); }
-  return rc;
+  return prepare_hook(db, sql, n, out, [&] { return real(db, sql, n, out, tail); });
 }
 
 extern "C" int sqlite3_prepare_v3(sqlite3* db, const char* sql, int n, unsigned int flags, sqlite3_stmt** out,
                                   const char** tail) {
   auto real = TXRAY_REAL(sqlite3_prepare_v3, kLib);
   if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(db, sql, n, flags, out, tail);
-  if (guard) { SaveErrno keep; after_prepare(rc, out); }
-  return rc;
+  return prepare_hook(db, sql, n, out, [&] { return real(db, sql, n, flags, out, tail); });
 }
 
 extern "C" int sqlite3_prepare16(sqlite3* db, const void* sql, int n, sqlite3_stmt** out, const void** tail) {
   auto real = TXRAY_REAL(sqlite3_prepare16, kLib);
   if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(db, sql, n, out, tail);
-  if (guard) { SaveErrno keep; after_prepare(rc, out); }
-  return rc;
+  return prepare_hook(db, nullptr, n, out, [&] { return real(db, sql, n, out, tail); });
 }
 
 extern "C" int sqlite3_prepare16_v2(sqlite3* db, const void* sql, int n, sqlite3_stmt** out, const void** tail) {
   auto real = TXRAY_REAL(sqlite3_prepare16_v2, kLib);
   if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(db, sql, n, out, tail);
-  if (guard) { SaveErrno keep; after_prepare(rc, out); }
-  return rc;
+  return prepare_hook(db, nullptr, n, out, [&] { return real(db, sql, n, out, tail); });
 }
 
 extern "C" int sqlite3_prepare16_v3(sqlite3* db, const void* sql, int n, unsigned int flags, sqlite3_stmt** out,
                                     const void** tail) {
   auto real = TXRAY_REAL(sqlite3_prepare16_v3, kLib);
   if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(db, sql, n, flags, out, tail);
-  if (guard) { SaveErrno keep; after_prepare(rc, out); }
-  return rc;
+  return prepare_hook(db, nullptr, n, out, [&] { return real(db, sql, n, flags, out, tail); });
 }
 
 // --- execution -----------------------------------------------------------------------------------------
