@@ -1,0 +1,204 @@
+// The step model: GAP/CPU_T sums, nesting, the step limit and its summaries, stale handles.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "counters.h"
+#include "recorder.h"
+#include "test_support.h"
+#include "transaction.h"
+
+using namespace txray;
+using txray::test::Collected;
+using txray::test::FakeClock;
+
+namespace {
+
+class StepModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakeClock::install();
+    Collected::install();
+  }
+  void TearDown() override {
+    FakeClock::uninstall();
+    tx::set_sink(nullptr);
+    tx::make_current(nullptr);
+    set_config(Config{});
+  }
+  Transaction* begin() {
+    Transaction* t = tx::begin("GET /x", "http");
+    tx::make_current(t);
+    return t;
+  }
+  Transaction& end(Transaction* t) {
+    tx::end(t, 200, "");
+    return *Collected::txs.back();
+  }
+};
+
+}  // namespace
+
+TEST_F(StepModelTest, GapsAndCpuAddUpExactlyAndLandInTheRightRow) {
+  Transaction* t = begin();
+  FakeClock::advance(1'000, 100);
+  StepRef a = rec::open(t, StepKind::SOCKET);
+  FakeClock::advance(50'000'000, 0);  // waiting on the socket: wall time only
+  rec::close(a);
+  FakeClock::advance(60'000'000, 50'000'000);  // a CPU burn after the socket
+  rec::add(t, StepKind::MESSAGE, "burned");
+  FakeClock::advance(7, 3);
+  Transaction& done = end(t);
+  ASSERT_EQ(done.steps.size(), 4u);
+  EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
+  EXPECT_EQ(test::cpu_sum(done), done.cpu_ns);
+  EXPECT_EQ(done.elapsed_ns, 1'000u + 50'000'000 + 60'000'000 + 7);
+  EXPECT_EQ(done.steps[1].elapsed_ns, 50'000'000u);
+  EXPECT_EQ(done.steps[2].kind, StepKind::MESSAGE);
+  EXPECT_EQ(done.steps[2].gap_ns, 110'000'000u);  // from the SOCKET row's start
+  EXPECT_EQ(done.steps[2].cpu_ns, 50'000'000u);   // the burn shows in the row after it
+  EXPECT_EQ(done.steps[3].kind, StepKind::END);
+}
+
+TEST_F(StepModelTest, NestingFollowsOpenCalls) {
+  Transaction* t = begin();
+  StepRef outer = rec::open(t, StepKind::HTTP_CALL);
+  StepRef dns = rec::add(t, StepKind::DNS, "example");
+  StepRef inner = rec::open(t, StepKind::SOCKET);
+  rec::add(t, StepKind::MESSAGE, "inside");
+  rec::close(inner);
+  rec::close(outer);
+  rec::add(t, StepKind::MESSAGE, "after");
+  Transaction& done = end(t);
+  ASSERT_EQ(done.steps.size(), 7u);
+  EXPECT_EQ(done.steps[1].parent, -1);
+  EXPECT_EQ(done.steps[2].parent, 1);  // DNS under HTTP_CALL
+  EXPECT_EQ(done.steps[3].parent, 1);  // SOCKET under HTTP_CALL
+  EXPECT_EQ(done.steps[4].parent, 3);  // MESSAGE under SOCKET
+  EXPECT_EQ(done.steps[5].parent, -1);
+  EXPECT_EQ(done.steps[6].parent, -1);  // END
+  (void)dns;
+}
+
+TEST_F(StepModelTest, ClosingAnOuterStepClosesTheInnerOnes) {
+  Transaction* t = begin();
+  StepRef outer = rec::open(t, StepKind::SQL);
+  FakeClock::advance(10);
+  rec::open(t, StepKind::SOCKET);  // never closed by its hook
+  FakeClock::advance(10);
+  rec::close(outer);
+  Transaction& done = end(t);
+  EXPECT_EQ(done.steps[1].elapsed_ns, 20u);
+  EXPECT_EQ(done.steps[2].elapsed_ns, 10u);
+  EXPECT_EQ(done.steps[3].parent, -1);
+}
+
+TEST_F(StepModelTest, FieldsAndStaleHandles) {
+  Transaction* t = begin();
+  StepRef s = rec::open(t, StepKind::SQL);
+  rec::set_text(s, "select 1");
+  rec::set_rows(s, 3);
+  rec::set_status(s, 101);
+  rec::set_fingerprint(s, 77);
+  rec::add_attr(s, "db", "main");
+  rec::add_bytes(s, 10, 20);
+  rec::close(s);
+  rec::add_totals(t, {.sql_ns = 5, .fetch_ns = 1, .sql_count = 1});
+  Transaction& done = end(t);
+  const Step& st = done.steps[1];
+  EXPECT_EQ(st.text, "select 1");
+  EXPECT_EQ(st.rows, 3);
+  EXPECT_EQ(st.status, 101);
+  EXPECT_EQ(st.fingerprint, 77u);
+  ASSERT_EQ(st.attrs.size(), 1u);
+  EXPECT_EQ(st.bytes_written, 20u);
+  EXPECT_EQ(done.totals.sql_ns, 5u);
+  EXPECT_EQ(done.totals.sql_count, 1u);
+  // The transaction is gone: a handle to it does nothing (and does not crash).
+  rec::set_text(s, "late");
+  rec::close(s);
+  EXPECT_EQ(rec::current(), nullptr);
+  EXPECT_FALSE(rec::open(nullptr, StepKind::SQL));
+}
+
+TEST_F(StepModelTest, StepLimitFoldsIntoSummariesAndKeepsTotalsExact) {
+  Config c;
+  c.max_steps = 10;
+  set_config(c);
+  uint64_t summarized_before = counters().steps_summarized.load();
+  Transaction* t = begin();
+  for (int i = 0; i < 100; ++i) {
+    FakeClock::advance(1000, 10);
+    StepRef s = rec::open(t, StepKind::SQL);
+    rec::set_text(s, i % 2 ? "select a" : "select b");
+    rec::set_rows(s, 2);
+    FakeClock::advance(500, 5);
+    rec::close(s);
+  }
+  FakeClock::advance(1, 1);
+  Transaction& done = end(t);
+  ASSERT_EQ(done.steps.size(), 10u);  // START, 8 SQL rows, END
+  EXPECT_EQ(done.steps.back().kind, StepKind::END);
+  EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
+  EXPECT_EQ(test::cpu_sum(done), done.cpu_ns);
+  EXPECT_EQ(done.elapsed_ns, 100u * 1500 + 1);
+  EXPECT_EQ(done.cpu_ns, 100u * 15 + 1);
+  uint64_t folded = 0, rows = 0, elapsed = 0;
+  for (auto& s : done.summary) {
+    folded += s.count;
+    rows += uint64_t(s.rows);
+    elapsed += s.elapsed_ns;
+  }
+  EXPECT_EQ(folded, 92u);
+  EXPECT_EQ(rows, 92u * 2);
+  EXPECT_EQ(elapsed, 92u * 500);
+  EXPECT_EQ(done.summary.size(), 2u);  // one per distinct text
+  EXPECT_EQ(counters().steps_summarized.load() - summarized_before, 92u);
+}
+
+TEST_F(StepModelTest, FoldedStepsInsideAnOpenRowKeepTheSums) {
+  Config c;
+  c.max_steps = 4;
+  set_config(c);
+  Transaction* t = begin();
+  StepRef outer = rec::open(t, StepKind::HTTP_CALL);
+  for (int i = 0; i < 5; ++i) {
+    FakeClock::advance(100, 100);
+    rec::add(t, StepKind::DNS, "x");
+  }
+  rec::close(outer);
+  Transaction& done = end(t);
+  EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
+  EXPECT_EQ(test::cpu_sum(done), done.cpu_ns);
+  EXPECT_EQ(done.cpu_ns, 500u);
+  EXPECT_EQ(done.steps.back().kind, StepKind::END);
+}
+
+TEST_F(StepModelTest, EndIsIdempotentAndFirstErrorWins) {
+  Transaction* t = begin();
+  rec::mark_failed(t, "first");
+  rec::mark_failed(t, "second");
+  tx::end(t, 500, "third");
+  ASSERT_EQ(Collected::txs.size(), 1u);
+  EXPECT_EQ(Collected::txs[0]->error, "first");
+}
+
+TEST_F(StepModelTest, SharedTransactionCollectsStepsFromEveryThread) {
+  Transaction* t = tx::begin("batch job", "process", true);
+  tx::set_process_transaction(t);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([] {
+      for (int j = 0; j < 50; ++j) rec::add(rec::current(), StepKind::MESSAGE, "m");
+    });
+  for (auto& th : threads) th.join();
+  tx::end(t, 0, "");
+  ASSERT_EQ(Collected::txs.size(), 1u);
+  auto& done = *Collected::txs[0];
+  EXPECT_EQ(done.steps.size(), 202u);
+  EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
+  EXPECT_EQ(test::cpu_sum(done), done.cpu_ns);
+  EXPECT_EQ(tx::process_transaction(), nullptr);
+}
