@@ -156,6 +156,19 @@ int64_t socket_wait(const std::vector<StepRow>& rows, int64_t elapsed, const Ste
   return total;
 }
 
+// CPU_T of the rows spread evenly over their GAP, summed over the part that lies inside [s, e].
+int64_t cpu_in_window(const std::vector<StepRow>& rows, int64_t s, int64_t e) {
+  double sum = 0;
+  for (const auto& r : rows) {
+    if (r.cpu_ns <= 0) continue;
+    const int64_t a = r.start_ns - r.gap_ns, b = r.start_ns;  // the row's interval
+    if (b <= a) continue;
+    const int64_t lo = std::max(a, s), hi = std::min(b, e);
+    if (hi > lo) sum += static_cast<double>(r.cpu_ns) * static_cast<double>(hi - lo) / static_cast<double>(b - a);
+  }
+  return static_cast<int64_t>(sum);
+}
+
 }  // namespace
 
 void add_shares(const TxTotals& t, TimeShares& out) {
@@ -170,9 +183,25 @@ void add_shares(const TxTotals& t, TimeShares& out) {
 
 Dominant dominant_cost(const TxTotals& t, const std::vector<StepRow>& rows,
                        const std::vector<FoldedRow>& folded) {
-  const Split s = split(t);
-  const StepRow* sock = nullptr;
+  Split s = split(t);
   Dominant d;
+  // Own CPU inside outbound calls: move it from call to cpu (see breakdown.h).
+  const StepRow* cpu_call = nullptr;  // the call holding the most own CPU
+  int64_t cpu_call_ns = 0;
+  for (const auto& c : rows) {
+    if (c.kind != "HTTP_CALL" || c.parent != -1) continue;
+    const int64_t in = cpu_in_window(rows, c.start_ns, c.start_ns + c.elapsed_ns);
+    d.call_cpu_ns += in;
+    if (in > cpu_call_ns) cpu_call_ns = in, cpu_call = &c;
+  }
+  d.call_cpu_ns = std::min(d.call_cpu_ns, s.call);
+  if (d.call_cpu_ns > 0) {
+    s.call -= d.call_cpu_ns;
+    const int64_t rest = std::max<int64_t>(t.elapsed_ns, 0) - s.sql - s.fetch - s.call;
+    s.cpu = std::clamp<int64_t>(t.cpu_ns, 0, rest);
+    s.wait = rest - s.cpu;
+  }
+  const StepRow* sock = nullptr;
   d.socket_wait_ns = std::min(s.wait, socket_wait(rows, t.elapsed_ns, &sock));
   d.idle_ns = s.wait - d.socket_wait_ns;
 
@@ -210,6 +239,15 @@ Dominant dominant_cost(const TxTotals& t, const std::vector<StepRow>& rows,
       if (best && best->cpu_ns > 0) {
         d.step_no = best->no;
         d.step = fmt_ms(best->cpu_ns) + " ms CPU before " + row_label(*best);
+      }
+      // A good part of it inside an outbound call (the client library decoding the response, say):
+      // that is the finding, so the call leads.
+      if (cpu_call && cpu_call_ns * 4 >= d.ns) {
+        d.step = fmt_ms(cpu_call_ns) + " ms of own CPU inside " + row_label(*cpu_call) + " [" +
+                 fmt_ms(cpu_call->elapsed_ns) + " ms]" +
+                 (best ? "; most in one row: " + fmt_ms(best->cpu_ns) + " ms before #" + std::to_string(best->no)
+                       : "");
+        d.step_no = cpu_call->no;
       }
       break;
     }

@@ -7,10 +7,14 @@
 //   rest  = elapsed - sql - fetch - call
 //   cpu   = min(cpu_ns, rest)                     CPU in own code: CPU burned inside an in-process call
 //                                                 (SQLite) is already counted as that call's time
-//   wait  = rest - cpu                            then split, when the steps are known, into
-//   socket wait = min(wait, time with an outbound socket open at the top level, or in DNS/DB_CONNECT,
-//                 not spent on CPU or in another call), idle = the remainder.
-// The dominant cost is the largest of the six parts (ties: the order above).
+//   wait  = rest - cpu
+// With the steps known (the slowest transactions), two refinements:
+//   - the caller's own CPU inside a top-level outbound call (e.g. decompressing the response inside the
+//     client library: the X-View case) is CPU in own code, not call time. Each row's CPU_T is spread
+//     evenly over its GAP, and the part that falls inside the call's window moves from call to cpu;
+//   - wait splits into socket wait = min(wait, time with a top-level outbound socket open, not spent on
+//     CPU or in another call, plus top-level DNS / DB_CONNECT time) and idle = the remainder.
+// The dominant cost is the largest of the six parts (ties: SQL, fetch, call, socket wait, CPU, idle).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +59,7 @@ struct Dominant {
   int64_t ns = 0;
   int step_no = -1;
   std::string step;  // human-readable: what that row is and why it is responsible
+  int64_t call_cpu_ns = 0;                  // own CPU moved out of call time
   int64_t socket_wait_ns = 0, idle_ns = 0;  // the split of wait
 };
 

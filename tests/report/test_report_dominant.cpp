@@ -67,6 +67,51 @@ TEST(Dominant, WithoutTheSocketTheWaitIsIdleAndCpuWins) {
   EXPECT_NE(c.step.find("CPU before #3"), std::string::npos) << c.step;
 }
 
+// The X-View TX-CALL: 2,930 ms in the call, of which 1,356 ms are the caller's own CPU (decompressing).
+std::vector<StepRow> xview_call(int64_t decompress_cpu) {
+  std::vector<StepRow> rows{row(0, "START", 0, 0, 0)};
+  auto call = row(1, "HTTP_CALL", 12, 12, 0, 2930);
+  call.text = "POST http://192.168.50.2:8005/ICalculator/GetText";
+  rows.push_back(call);
+  auto s = row(2, "SOCKET", 12, 0, 0);
+  s.parent = 1;
+  s.ref_id = 7;
+  rows.push_back(s);
+  auto c = row(3, "SOCKET_CLOSE", 1478, 1466, 0);
+  c.parent = 1;
+  c.ref_id = 7;
+  rows.push_back(c);
+  rows.push_back(row(4, "MESSAGE", 2941, 1463, decompress_cpu));
+  rows.push_back(row(5, "END", 2942, 1, 0));
+  return rows;
+}
+
+TEST(Dominant, OwnCpuInsideACallIsNotCallTime) {
+  Dominant d = dominant_cost({2942 * ms, 1356 * ms, 0, 0, 2930 * ms}, xview_call(1356), {});
+  EXPECT_EQ(d.call_cpu_ns, 1356 * ms);
+  EXPECT_EQ(d.cost, Cost::Call);  // the remote side and the transfer (1,574 ms) still lead
+  EXPECT_EQ(d.ns, (2930 - 1356) * ms);
+  EXPECT_EQ(d.step_no, 1);
+
+  // Decompression twice as heavy: CPU in own code leads, and the text names the call it hides in.
+  auto rows = xview_call(1356);
+  rows[4].cpu_ns = 1460 * ms;
+  rows[1].elapsed_ns = 2930 * ms;
+  Dominant c = dominant_cost({2942 * ms, 1460 * ms, 0, 0, 2930 * ms}, rows, {});
+  EXPECT_EQ(c.call_cpu_ns, 1460 * ms);
+  EXPECT_EQ(c.cost, Cost::Call);  // 1,470 ms of call vs 1,460 ms of CPU: still the call, narrowly
+  rows[3].start_ns = 500 * ms;    // the response arrives sooner; the decompression takes longer
+  rows[3].gap_ns = 488 * ms;
+  rows[4].gap_ns = 2441 * ms;
+  rows[4].cpu_ns = 2400 * ms;
+  Dominant e = dominant_cost({2942 * ms, 2400 * ms, 0, 0, 2930 * ms}, rows, {});
+  EXPECT_EQ(e.cost, Cost::Cpu);
+  EXPECT_EQ(e.ns, 2400 * ms);
+  EXPECT_EQ(e.step_no, 1);  // the call holding the CPU
+  EXPECT_EQ(e.step.rfind("2,400.0 ms of own CPU inside #1 HTTP_CALL", 0), 0u) << e.step;
+  EXPECT_NE(e.step.find("most in one row: 2,400.0 ms before #4"), std::string::npos) << e.step;
+}
+
 TEST(Dominant, SqlNPlusOneNamesTheStatementGroup) {
   std::vector<StepRow> rows{row(0, "START", 0, 0, 0)};
   for (int i = 0; i < 10; ++i) {
