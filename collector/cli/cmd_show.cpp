@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "format.h"
+#include "show_format.h"
 #include "ids.h"
 #include "profile_json.h"
 #include "profile_text.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "format.h"
+#include "show_format.h"
 #include "ids.h"
 
 namespace txray::show {

@@ -1,7 +1,7 @@
 // txray_show: number formats, the message of each step kind, the profile layout, and trace ordering.
 #include <gtest/gtest.h>
 
-#include "format.h"
+#include "show_format.h"
 #include "profile_json.h"
 #include "profile_text.h"
 #include "trace_tree.h"

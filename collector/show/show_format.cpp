@@ -1,4 +1,4 @@
-#include "format.h"
+#include "show_format.h"
 
 #include <cinttypes>
 #include <cstdio>
