@@ -14,6 +14,7 @@ PKGS=(
   zlib1g-dev libcurl4-openssl-dev libssl-dev libpq-dev
   postgresql-15 postgresql-client-15
   curl python3 procps
+  chromium
 )
 
 missing=()

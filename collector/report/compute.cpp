@@ -152,7 +152,7 @@ void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
 // transactions; an SVG cannot).
 void compute_scatter(const Selection& sel, Scatter& sc) {
   if (sel.txs.empty()) return;
-  sc.cols = 240;
+  sc.cols = 200;
   sc.rows = 80;
   int64_t x0 = sel.txs.front().end, x1 = x0, lo = sel.txs.front().elapsed, hi = lo;
   for (const auto& t : sel.txs) {

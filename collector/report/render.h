@@ -12,7 +12,7 @@
 
 namespace txray::report {
 
-nlohmann::json to_json(const Report& r);                   // render_json.cpp
+nlohmann::ordered_json to_json(const Report& r);  // render_json.cpp; keys in report order
 void render_json(const Report& r, std::ostream& out);
 void render_md(const Report& r, std::ostream& out);        // render_md.cpp
 void render_html(const Report& r, std::ostream& out);      // render_html.cpp

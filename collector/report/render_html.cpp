@@ -34,6 +34,7 @@ table{border-collapse:collapse;margin:6px 0 4px;font-size:12.5px;max-width:100%}
 th,td{border-bottom:1px solid #e6e9ef;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f3f8;font-weight:600;white-space:nowrap}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.id{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;white-space:nowrap}
 td.code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;max-width:520px;word-break:break-word}
 .cost{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:11.5px;white-space:nowrap}
 .note{color:#5a6475;font-size:12px;margin:2px 0 10px}
@@ -84,7 +85,7 @@ void shares_bar(std::ostream& o, const TimeShares& t) {
 std::string clock(int64_t unix_ns) { return fmt_time(unix_ns).substr(11, 8); }
 
 void scatter(std::ostream& o, const Scatter& sc) {
-  const double L = 58, T = 8, PW = 720, PH = 280, W = L + PW + 12, H = T + PH + 34;
+  const double L = 58, T = 8, PW = 600, PH = 260, W = L + PW + 12, H = T + PH + 34;
   o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"response time scatter\">";
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << PW << "\" height=\"" << PH
     << "\" fill=\"#fbfcfe\" stroke=\"#c9d0db\"/>";
@@ -114,7 +115,7 @@ void scatter(std::ostream& o, const Scatter& sc) {
 }
 
 void histogram_svg(std::ostream& o, const std::vector<Bucket>& bs) {
-  const double L = 50, T = 8, PW = 460, PH = 250, W = L + PW + 10, H = T + PH + 64;
+  const double L = 50, T = 8, PW = 440, PH = 236, W = L + PW + 10, H = T + PH + 64;
   o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"response time histogram\">";
   int64_t most = 1;
   for (const auto& b : bs) most = std::max(most, b.count);
@@ -232,7 +233,7 @@ void render_html(const Report& r, std::ostream& o) {
     for (size_t i = 0; i < r.slowest.size(); ++i) {
       const auto& x = r.slowest[i];
       o << "<tr><td class=n>" << i + 1 << "</td><td class=n>" << fmt_time(x.start_unix_ns) << "</td><td>"
-        << hs(x.name, 120) << "</td><td class=code>" << hex16(x.txid) << "</td><td class=n>" << fmt_ms(x.elapsed_ns)
+        << hs(x.name, 120) << "</td><td class=id>" << hex16(x.txid) << "</td><td class=n>" << fmt_ms(x.elapsed_ns)
         << "</td><td class=n>" << fmt_ms(x.cpu_ns) << "</td><td class=n>" << fmt_ms(x.sql_ns) << "</td><td class=n>"
         << fmt_ms(x.call_ns) << "</td><td class=n>" << x.status
         << (x.error.empty() ? "" : "<br>" + hs(x.error, 80)) << "</td><td><span class=cost style=\"background:"
@@ -272,9 +273,9 @@ void render_html(const Report& r, std::ostream& o) {
       o << "<tr><td>" << h(p.kind) << "</td><td class=code>" << hs(p.example.empty() ? p.key : p.example, 300)
         << "</td><td class=n>" << fmt_count(p.transactions) << "</td><td class=n>" << fmt_count(p.executions)
         << "</td><td class=n>" << fmt_count(p.max_per_tx) << "</td><td class=n>" << fmt_ms(p.total_ns)
-        << "</td><td class=code>";
+        << "</td><td class=id>";
       for (size_t i = 0; i < p.worst.size() && i < 8; ++i)
-        o << (i ? ", " : "") << hex16(p.worst[i].txid) << " ×" << fmt_count(p.worst[i].count);
+        o << (i ? "<br>" : "") << hex16(p.worst[i].txid) << " ×" << fmt_count(p.worst[i].count);
       if (p.worst.size() > 8) o << ", …";
       o << "</td></tr>";
     }

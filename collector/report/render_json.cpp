@@ -5,7 +5,7 @@
 namespace txray::report {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 double ms(int64_t ns) { return to_ms(ns); }
 
@@ -133,7 +133,7 @@ json to_json(const Report& r) {
 
 void render_json(const Report& r, std::ostream& out) {
   // Step texts come from traced programs and may not be valid UTF-8: replace, never throw.
-  out << to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out << to_json(r).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace txray::report

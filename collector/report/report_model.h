@@ -100,7 +100,7 @@ struct ScatterCell {
   int64_t count = 0, errors = 0;
 };
 struct Scatter {
-  int cols = 0, rows = 0;
+  int cols = 0, rows = 0;  // 200 x 80 cells
   int64_t x0_unix_ns = 0, x1_unix_ns = 0;   // time axis
   int64_t y0_ns = 0, y1_ns = 0;             // response time axis (log), cell rows evenly in log10
   std::vector<ScatterCell> cells;
