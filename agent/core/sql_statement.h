@@ -5,6 +5,7 @@
 // execution; bind values are kept between executions as SQLite keeps them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,16 +58,27 @@ struct PgConnection {
 template <class V>
 class HandleTable {
  public:
+  // The hot path (bind, step, reset of the statement used last on this thread) hits a per-thread cache
+  // of one entry, valid while no state was replaced or removed anywhere (generation count).
   V* find(const void* h) {
-    Shard& s = shard(h);
-    std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.map.find(h);
-    return it == s.map.end() ? nullptr : it->second.get();
+    LastHit& c = last_hit();
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    if (c.key == h && c.gen == gen && c.table == this) return c.value;
+    V* v = nullptr;
+    {
+      Shard& s = shard(h);
+      std::lock_guard<std::mutex> lock(s.mu);
+      auto it = s.map.find(h);
+      if (it != s.map.end()) v = it->second.get();
+    }
+    c = {this, h, v, gen};
+    return v;
   }
   // A fresh state for `h` (a handle address can be reused after the library freed the old one).
   V& reset(const void* h) {
     Shard& s = shard(h);
     std::lock_guard<std::mutex> lock(s.mu);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     auto& p = s.map[h];
     p = std::make_unique<V>();
     return *p;
@@ -76,6 +88,7 @@ class HandleTable {
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.map.find(h);
     if (it == s.map.end()) return nullptr;
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     std::unique_ptr<V> v = std::move(it->second);
     s.map.erase(it);
     return v;
@@ -87,11 +100,22 @@ class HandleTable {
     std::mutex mu;
     std::unordered_map<const void*, std::unique_ptr<V>> map;
   };
+  struct LastHit {
+    const HandleTable* table;
+    const void* key;
+    V* value;
+    uint64_t gen;
+  };
+  static LastHit& last_hit() {
+    static thread_local LastHit hit __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr, nullptr, 0};
+    return hit;
+  }
   Shard& shard(const void* h) {
     auto x = reinterpret_cast<uintptr_t>(h);
     return shards_[((x >> 4) ^ (x >> 12)) % kShards];
   }
   Shard shards_[kShards];
+  std::atomic<uint64_t> generation_{1};
 };
 
 }  // namespace txray::sql

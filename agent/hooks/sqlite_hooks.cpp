@@ -86,7 +86,7 @@ sql::SqliteStatement* state_of(sqlite3_stmt* st, bool create) {
 void end_execution(sql::OpenExecution& run) {
   if (!run.active) return;
   run.active = false;
-  rec::set_rows(run.step, run.rows);
+  if (run.rows != 1) rec::set_rows(run.step, run.rows);  // 1 was set when the first row came
   rec::set_fetch_ns(run.step, run.fetch_ns);
   Transaction* tx = rec::current();
   if (tx && tx == run.step.tx && run.fetch_ns) rec::add_totals(tx, {.fetch_ns = run.fetch_ns});
