@@ -1,0 +1,107 @@
+// Bind parameters as recorded on SQL steps, and the TXRAY_SQL settings.
+#include "sql_binds.h"
+#include "sql_config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace txray::sql {
+namespace {
+
+TEST(BindList, MaskModeKeepsOnlyTypes) {
+  BindList b;
+  EXPECT_TRUE(b.empty());
+  b.set(1, BindType::integer, "42", TextMode::mask);
+  b.set(2, BindType::text, "'secret'", TextMode::mask);
+  b.set(3, BindType::null, "NULL", TextMode::mask);
+  EXPECT_EQ(b.text(), "int, text, null");
+}
+
+TEST(BindList, GapsShowAsUnsetAndTextFollowsChanges) {
+  BindList b;
+  b.set(3, BindType::real, {}, TextMode::mask);
+  EXPECT_EQ(b.text(), "unset, unset, real");
+  b.set(1, BindType::blob, {}, TextMode::mask);
+  EXPECT_EQ(b.text(), "blob, unset, real");
+  b.clear();
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(b.text(), "");
+}
+
+TEST(BindList, RawModeKeepsValues) {
+  BindList b;
+  b.set(1, BindType::integer, "42", TextMode::raw);
+  b.set(2, BindType::text, quote_value("it's", 64), TextMode::raw);
+  EXPECT_EQ(b.text(), "42, 'it''s'");
+  b.set(1, BindType::integer, "43", TextMode::raw);  // same type, new value: rebuilt in raw mode
+  EXPECT_EQ(b.text(), "43, 'it''s'");
+}
+
+TEST(BindList, OffModeRecordsNothing) {
+  BindList b;
+  b.set(1, BindType::integer, "42", TextMode::off);
+  EXPECT_TRUE(b.empty());
+}
+
+TEST(BindList, ManyParametersAreCapped) {
+  BindList b;
+  for (int i = 1; i <= BindList::kMaxRecorded + 10; ++i) b.set(i, BindType::integer, {}, TextMode::mask);
+  std::string t = b.text();
+  EXPECT_EQ(t.substr(t.size() - 5), ", ...");
+  b.set(0, BindType::integer, {}, TextMode::mask);   // SQLite numbers from 1: ignored
+  b.set(-3, BindType::integer, {}, TextMode::mask);
+  EXPECT_EQ(b.text(), t);
+}
+
+TEST(QuoteValue, EscapesAndCuts) {
+  EXPECT_EQ(quote_value("a'b", 64), "'a''b'");
+  EXPECT_EQ(quote_value(std::string(100, 'x'), 20), "'" + std::string(17, 'x') + "...'");
+}
+
+TEST(PgParams, MaskRawBinaryNull) {
+  const char* values[] = {"alice", nullptr, "\x01\x02"};
+  int lengths[] = {5, 0, 2};
+  int formats[] = {0, 0, 1};
+  EXPECT_EQ(format_pg_params(3, values, lengths, formats, TextMode::mask, 64), "text, null, binary");
+  EXPECT_EQ(format_pg_params(3, values, lengths, formats, TextMode::raw, 64), "'alice', NULL, binary(2)");
+  EXPECT_EQ(format_pg_params(3, values, lengths, formats, TextMode::off, 64), "");
+  EXPECT_EQ(format_pg_params(1, values, nullptr, nullptr, TextMode::raw, 64), "'alice'");
+  EXPECT_EQ(format_pg_params(0, nullptr, nullptr, nullptr, TextMode::mask, 64), "");
+}
+
+std::map<std::string, std::string> g_env;
+const char* fake_getenv(const char* k) {
+  auto it = g_env.find(k);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+TEST(Settings, DefaultsAndValues) {
+  g_env = {};
+  Settings d = parse_settings(fake_getenv);
+  EXPECT_EQ(d.mode, TextMode::mask);
+  EXPECT_EQ(d.max_text, kDefaultMaxText);
+  EXPECT_TRUE(d.problems.empty());
+  g_env = {{"TXRAY_SQL", "raw"}, {"TXRAY_SQL_MAX_TEXT", "128"}, {"TXRAY_SQL_MAX_BIND", "16"}};
+  Settings r = parse_settings(fake_getenv);
+  EXPECT_EQ(r.mode, TextMode::raw);
+  EXPECT_EQ(r.max_text, 128u);
+  EXPECT_EQ(r.max_bind, 16u);
+  g_env = {{"TXRAY_SQL", "off"}};
+  EXPECT_EQ(parse_settings(fake_getenv).mode, TextMode::off);
+}
+
+TEST(Settings, BadValuesKeepDefaultsAndAreReported) {
+  g_env = {{"TXRAY_SQL", "plain"}, {"TXRAY_SQL_MAX_TEXT", "12abc"}, {"TXRAY_SQL_MAX_BIND", "1"}};
+  Settings s = parse_settings(fake_getenv);
+  EXPECT_EQ(s.mode, TextMode::mask);
+  EXPECT_EQ(s.max_text, kDefaultMaxText);
+  EXPECT_EQ(s.max_bind, 64u);
+  EXPECT_NE(s.problems.find("TXRAY_SQL='plain'"), std::string::npos);
+  EXPECT_NE(s.problems.find("TXRAY_SQL_MAX_TEXT"), std::string::npos);
+  EXPECT_NE(s.problems.find("TXRAY_SQL_MAX_BIND"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace txray::sql
