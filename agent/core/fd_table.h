@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "recorder.h"
+
 namespace txray {
 
 struct HttpConn;        // http_conn.h
@@ -28,6 +30,10 @@ struct FdSlot {
   std::atomic<uint64_t> bytes_written{0};
   uint64_t uid = 0;                       // socket uid (ties SOCKET and SOCKET_CLOSE)
   uint64_t txid = 0;                      // transaction that recorded the SOCKET row (0: none)
+  // A non-blocking connect still in progress (EINPROGRESS): its SOCKET row gets its real elapsed time
+  // at the first byte in or out, or its error (SO_ERROR) when the socket is closed first.
+  std::atomic<bool> connecting{false};
+  StepRef connect_step;
   std::atomic<HttpConn*> conn{nullptr};   // inbound: allocated once per slot, reused
   std::atomic<HttpClientConn*> client{nullptr};  // outbound HTTP state (http_out.h), allocated likewise
 

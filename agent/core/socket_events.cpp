@@ -50,6 +50,8 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
       if (HttpConn* c = conn_of(s)) c->on_close();
     s->uid = ids::next();
     s->txid = 0;
+    s->connecting.store(false, std::memory_order_relaxed);
+    s->connect_step = StepRef{};
     s->bytes_read.store(0, std::memory_order_relaxed);
     s->bytes_written.store(0, std::memory_order_relaxed);
     s->kind.store(FdKind::outbound, std::memory_order_release);
@@ -85,8 +87,36 @@ void on_connect_end(int fd, StepRef& step, int rc, int err, int local_port) {
     }
     rec::close(step);
   }
-  if (failed)
-    if (FdSlot* s = fds::peek(fd)) s->kind.store(FdKind::none, std::memory_order_relaxed);
+  if (FdSlot* s = fds::peek(fd)) {
+    if (failed) s->kind.store(FdKind::none, std::memory_order_relaxed);
+    if (rc != 0 && err == EINPROGRESS) {
+      s->connect_step = step;
+      s->connecting.store(true, std::memory_order_relaxed);
+    }
+  }
+  errno = saved;
+}
+
+void on_so_error(int fd, int so_error) {
+  FdSlot* s = fds::peek(fd);
+  if (!s || !s->connecting.load(std::memory_order_relaxed)) return;
+  if (so_error == 0) return connect_completed(s);
+  int saved = errno;
+  s->connecting.store(false, std::memory_order_relaxed);
+  const StepRef& ref = s->connect_step;
+  if (ref) {
+    rec::set_elapsed(ref, rec::now_ns() - ref.start_mono_ns);
+    const char* name = strerrorname_np(so_error);
+    rec::set_error(ref, name ? name : "connect failed");
+  }
+  errno = saved;
+}
+
+void connect_completed(FdSlot* s) {
+  int saved = errno;
+  s->connecting.store(false, std::memory_order_relaxed);
+  const StepRef& ref = s->connect_step;
+  if (ref) rec::set_elapsed(ref, rec::now_ns() - ref.start_mono_ns);
   errno = saved;
 }
 
@@ -141,13 +171,24 @@ void on_shutdown(int fd, int how) {
   errno = saved;
 }
 
-void on_close(int fd) {
+void on_close(int fd, int so_error) {
   FdSlot* s = fds::peek(fd);
   if (!s) return;
   FdKind k = s->kind.load(std::memory_order_relaxed);
   if (k == FdKind::none || k == FdKind::agent) return;
   int saved = errno;
   s->kind.store(FdKind::none, std::memory_order_relaxed);
+  if (s->connecting.exchange(false, std::memory_order_relaxed)) {
+    // Closed before a byte went either way: the connect's outcome is the socket's pending error.
+    const StepRef& ref = s->connect_step;
+    if (ref) {
+      rec::set_elapsed(ref, rec::now_ns() - ref.start_mono_ns);
+      if (so_error) {
+        const char* name = strerrorname_np(so_error);
+        rec::set_error(ref, name ? name : "connect failed");
+      }
+    }
+  }
   if (k == FdKind::inbound) {
     if (HttpConn* c = conn_of(s)) c->on_close();
   } else if (Transaction* t = rec::current()) {

@@ -29,6 +29,7 @@ void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n);
 void inbound_write(FdSlot* s, const char* p, size_t n);
 void inbound_writev(FdSlot* s, const iovec* iov, int cnt, size_t n);
 void inbound_write_opaque(FdSlot* s, uint64_t n);
+void connect_completed(FdSlot* s);
 
 // `n` bytes were read from fd into p (n > 0).
 inline void on_read(int fd, const void* p, size_t n) {
@@ -38,6 +39,7 @@ inline void on_read(int fd, const void* p, size_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_read(n);
   if (k == FdKind::inbound) inbound_read(s, static_cast<const char*>(p), n);
+  else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
 }
 inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
   FdSlot* s = fds::peek(fd);
@@ -46,6 +48,7 @@ inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_read(n);
   if (k == FdKind::inbound) inbound_readv(s, iov, cnt, n);
+  else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
 }
 // `n` bytes of p were written to fd (n > 0).
 inline void on_write(int fd, const void* p, size_t n) {
@@ -55,6 +58,7 @@ inline void on_write(int fd, const void* p, size_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_written(n);
   if (k == FdKind::inbound) inbound_write(s, static_cast<const char*>(p), n);
+  else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
 }
 inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
   FdSlot* s = fds::peek(fd);
@@ -63,6 +67,7 @@ inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_written(n);
   if (k == FdKind::inbound) inbound_writev(s, iov, cnt, n);
+  else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
 }
 // sendfile: n bytes whose contents the agent does not see.
 inline void on_write_opaque(int fd, uint64_t n) {
@@ -77,8 +82,17 @@ inline void on_write_opaque(int fd, uint64_t n) {
 // shutdown(fd, how): SHUT_WR/SHUT_RDWR on an inbound connection ends an until-close response.
 void on_shutdown(int fd, int how);
 // The program is about to close fd (called before the real close): SOCKET_CLOSE for an outbound
-// socket, end of the connection for an inbound one; the slot is forgotten.
-void on_close(int fd);
+// socket, end of the connection for an inbound one; the slot is forgotten. `so_error` is the socket's
+// pending error (SO_ERROR) when it was still connecting (see needs_so_error()), else 0.
+void on_close(int fd, int so_error = 0);
+// The program read the socket's SO_ERROR (how non-blocking connects learn their outcome; reading it
+// clears it, so the agent takes it here).
+void on_so_error(int fd, int so_error);
+// Whether the close hook should read SO_ERROR before closing fd (a non-blocking connect in progress).
+inline bool needs_so_error(int fd) {
+  FdSlot* s = fds::peek(fd);
+  return s && s->connecting.load(std::memory_order_relaxed);
+}
 
 // In a forked child: transactions in progress on inherited connections belong to the parent.
 void after_fork_child();

@@ -228,6 +228,23 @@ ssize_t sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count) {
   return r;
 }
 
+// Only to learn the outcome of a non-blocking connect (SO_ERROR is cleared by reading it).
+int getsockopt(int fd, int level, int name, void* val, socklen_t* len) {
+  auto real = TXRAY_REAL(getsockopt, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  int r = real(fd, level, name, val, len);
+  if (r == 0 && level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
+      sock::needs_so_error(fd) && txray::host_thread_enabled()) {
+    txray::HookGuard guard(txray::HookFamily::socket);
+    if (guard) {
+      int v;
+      std::memcpy(&v, val, sizeof v);
+      sock::on_so_error(fd, v);
+    }
+  }
+  return r;
+}
+
 int shutdown(int fd, int how) {
   auto real = TXRAY_REAL(shutdown, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
@@ -251,7 +268,16 @@ int close(int fd) {
   }
   if (txray::host_thread_enabled() && txray::hooks::in_this_process()) {
     txray::HookGuard guard(txray::HookFamily::socket);
-    if (guard) sock::on_close(fd);
+    if (guard) {
+      int so_error = 0;
+      if (sock::needs_so_error(fd)) {
+        int saved = errno;
+        socklen_t l = sizeof so_error;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &l) != 0) so_error = 0;
+        errno = saved;
+      }
+      sock::on_close(fd, so_error);
+    }
   }
   return real(fd);
 }
