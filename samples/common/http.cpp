@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cctype>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <thread>
 
@@ -158,7 +159,8 @@ const char* reason_phrase(int status) {
 
 std::string format_request(const std::string& method, const std::string& target, const std::string& host,
                            const Headers& headers, std::string_view body) {
-  std::string s = method + " " + target + " HTTP/1.1\r\nHost: " + host + "\r\n";
+  std::string s = method + " " + target + " HTTP/1.1\r\nHost: " + host +
+                  "\r\nUser-Agent: txray-samples/1.0\r\nAccept: */*\r\n";
   for (const auto& [k, v] : headers) s += k + ": " + v + "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT")
     s += "Content-Length: " + std::to_string(body.size()) + "\r\n";
@@ -169,6 +171,15 @@ std::string format_request(const std::string& method, const std::string& target,
 
 std::string format_response(const HttpResponse& resp, bool keep_alive) {
   std::string s = "HTTP/1.1 " + std::to_string(resp.status) + " " + reason_phrase(resp.status) + "\r\n";
+  // What every real server sends: its name and the date (RFC 9110 IMF-fixdate).
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  s += "Server: txray-samples/1.0\r\nDate: ";
+  s += date;
+  s += "\r\n";
   for (const auto& [k, v] : resp.headers) s += k + ": " + v + "\r\n";
   s += "Content-Length: " + std::to_string(resp.body.size()) + "\r\n";
   s += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";

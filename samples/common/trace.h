@@ -12,7 +12,6 @@
 
 namespace txray::samples::trace {
 
-bool agent_present();
 void tx_begin(const std::string& name);
 void tx_end(int status, const std::string& error = {});
 void mark(const std::string& text);

@@ -1,14 +1,18 @@
 // txray-orders-bench: the reference comparison. For every method (GetOrderStatus, GetCustomers n=20 and
 // n=50) and channel, C clients call the service as fast as they can for a few seconds; the cells take
 // turns over several rounds (so that a noisy neighbour hurts every channel alike), and the table gives
-// the median throughput over the rounds, mean and p95 latency over all calls, and the bytes per call on
-// the wire, as in the article's figures.
+// the median throughput over the rounds, mean and p95 latency over all calls, the CPU per call (driver and,
+// with --server-pid, server) and the bytes per call on the wire, as in the article's figures.
 //
 // --call CHANNEL METHOD ID [N] makes one call and prints the decoded result as JSON (for tests).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -36,8 +40,32 @@ struct CellResult {
   std::vector<double> round_rates;  // calls/s per round
   std::vector<int64_t> latencies_ns;
   uint64_t calls = 0, errors = 0, bytes_written = 0, bytes_read = 0;
+  int64_t cpu_ns = 0;  // this driver's CPU plus the server's (with --server-pid) while the clock ran
   std::string first_error;
 };
+
+// CPU time (user + system) this process and, when pid > 0, the server process have used so far. CPU per
+// call, unlike calls/s, hardly moves when other programs compete for the machine.
+int64_t cpu_now_ns(int server_pid) {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  int64_t ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+  if (server_pid > 0) {
+    std::ifstream f("/proc/" + std::to_string(server_pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');  // the command name may hold spaces: fields start after it
+    if (close == std::string::npos) throw std::runtime_error("cannot read /proc/" + std::to_string(server_pid) + "/stat");
+    std::istringstream in(stat.substr(close + 2));
+    std::string field;
+    long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && in >> field; ++i) {  // utime and stime are fields 14 and 15
+      if (i == 14) utime = std::stoll(field);
+      if (i == 15) stime = std::stoll(field);
+    }
+    ns += (utime + stime) * (1000000000LL / sysconf(_SC_CLK_TCK));
+  }
+  return ns;
+}
 
 struct Endpoint {
   std::string host = "127.0.0.1";
@@ -65,7 +93,7 @@ bool valid(const Workload& w, const Response& r) {
 
 // One round of one cell: `clients` threads, each with its own connection, for `seconds`.
 void run_cell(const Endpoint& ep, Channel ch, const Workload& w, int clients, double seconds, int round,
-              CellResult& out) {
+              int server_pid, CellResult& out) {
   std::mutex mu;
   std::atomic<bool> go{false}, stop{false};
   std::atomic<int> ready{0};
@@ -115,10 +143,12 @@ void run_cell(const Endpoint& ep, Channel ch, const Workload& w, int clients, do
   }
   while (ready.load() < clients) std::this_thread::yield();
   long long t0 = mono_ns();
+  int64_t cpu0 = cpu_now_ns(server_pid);
   go = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& t : threads) t.join();
+  out.cpu_ns += cpu_now_ns(server_pid) - cpu0;
   double elapsed = static_cast<double>(mono_ns() - t0) / 1e9;
   out.round_rates.push_back(static_cast<double>(calls_this_round) / elapsed);
 }
@@ -155,7 +185,7 @@ int main(int argc, char** argv) {
   CLI::App app{"txray-orders-bench: throughput and latency of the order service per channel and method"};
   std::string tcp, http, channels_arg = "tcp-binary,http-binary,http-json,http-xml";
   std::string methods_arg = "GetOrderStatus,GetCustomers20,GetCustomers50";
-  int clients = 4, rounds = 3;
+  int clients = 4, rounds = 3, server_pid = 0;
   double seconds = 1.0;
   bool json_out = false;
   std::vector<std::string> call;
@@ -167,6 +197,8 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "length of one cell in one round")->capture_default_str()->check(CLI::Range(0.05, 3600.0));
   app.add_option("--rounds", rounds, "rounds over all cells")->capture_default_str()->check(CLI::Range(1, 100));
   app.add_flag("--json", json_out, "print the table as JSON");
+  app.add_option("--server-pid", server_pid, "also count this (local) server process's CPU in CPU per call")
+      ->check(CLI::PositiveNumber);
   app.add_option("--call", call, "one call: CHANNEL METHOD ID [N]; prints the result as JSON")->expected(3, 4);
   CLI11_PARSE(app, argc, argv);
 
@@ -221,16 +253,18 @@ int main(int argc, char** argv) {
   std::vector<std::vector<CellResult>> res(workloads.size(), std::vector<CellResult>(channels.size()));
   for (int round = 0; round < rounds; ++round)
     for (size_t w = 0; w < workloads.size(); ++w)
-      for (size_t c = 0; c < channels.size(); ++c) run_cell(ep, channels[c], workloads[w], clients, seconds, round, res[w][c]);
+      for (size_t c = 0; c < channels.size(); ++c)
+        run_cell(ep, channels[c], workloads[w], clients, seconds, round, server_pid, res[w][c]);
 
   nlohmann::json rows = nlohmann::json::array();
   bool failed = false;
   if (!json_out)
-    std::printf("%d clients per cell, %d rounds of %.1f s; calls/s = median over rounds\n\n", clients, rounds, seconds);
+    std::printf("%d clients per cell, %d rounds of %.2f s; calls/s = median over rounds; CPU = %s per call\n\n",
+                clients, rounds, seconds, server_pid ? "driver + server" : "driver only");
   for (size_t w = 0; w < workloads.size(); ++w) {
     if (!json_out)
-      std::printf("%-18s %-12s %9s %9s %9s %9s %11s %11s %7s\n", workloads[w].label.c_str(), "channel", "calls",
-                  "calls/s", "mean ms", "p95 ms", "req B/call", "resp B/call", "vs tcp");
+      std::printf("%-18s %-12s %9s %9s %9s %9s %11s %11s %11s %7s\n", workloads[w].label.c_str(), "channel", "calls",
+                  "calls/s", "mean ms", "p95 ms", "CPU us/call", "req B/call", "resp B/call", "vs tcp");
     double base = 0;
     for (size_t c = 0; c < channels.size(); ++c) {
       const CellResult& r = res[w][c];
@@ -239,6 +273,7 @@ int main(int argc, char** argv) {
       if (channels[c] == Channel::TcpBinary) base = rate;
       double n = r.calls ? static_cast<double>(r.calls) : 1.0;
       double req_b = static_cast<double>(r.bytes_written) / n, resp_b = static_cast<double>(r.bytes_read) / n;
+      double cpu_us = static_cast<double>(r.cpu_ns) / n / 1e3;
       if (r.errors) {
         failed = true;
         std::fprintf(stderr, "txray-orders-bench: %s on %s: %llu errors, first: %s\n", workloads[w].label.c_str(),
@@ -247,11 +282,12 @@ int main(int argc, char** argv) {
       rows.push_back({{"method", method_name(workloads[w].method)}, {"n", workloads[w].n},
                       {"channel", channel_name(channels[c])}, {"clients", clients}, {"calls", r.calls},
                       {"errors", r.errors}, {"calls_per_s", rate}, {"round_rates", r.round_rates},
-                      {"mean_ms", s.mean_ms}, {"p95_ms", s.p95_ms}, {"req_bytes", req_b}, {"resp_bytes", resp_b}});
+                      {"mean_ms", s.mean_ms}, {"p95_ms", s.p95_ms}, {"cpu_us_per_call", cpu_us},
+                      {"cpu_includes_server", server_pid > 0}, {"req_bytes", req_b}, {"resp_bytes", resp_b}});
       if (!json_out) {
         std::string rel = base > 0 ? std::to_string(static_cast<int>(rate / base * 100 + 0.5)) + "%" : "-";
-        std::printf("%-18s %-12s %9llu %9.0f %9.3f %9.3f %11.0f %11.0f %7s\n", "", channel_name(channels[c]),
-                    static_cast<unsigned long long>(r.calls), rate, s.mean_ms, s.p95_ms, req_b, resp_b, rel.c_str());
+        std::printf("%-18s %-12s %9llu %9.0f %9.3f %9.3f %11.1f %11.0f %11.0f %7s\n", "", channel_name(channels[c]),
+                    static_cast<unsigned long long>(r.calls), rate, s.mean_ms, s.p95_ms, cpu_us, req_b, resp_b, rel.c_str());
       }
     }
     if (!json_out) std::printf("\n");

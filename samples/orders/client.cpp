@@ -15,30 +15,40 @@ Client::Client(Channel channel, std::string host, uint16_t tcp_port, uint16_t ht
 }
 
 uint64_t Client::bytes_written() const { return http_ ? http_->bytes_written() : tcp_written_; }
-uint64_t Client::bytes_read() const { return http_ ? http_->bytes_read() : tcp_read_; }
+uint64_t Client::bytes_read() const {
+  if (http_) return http_->bytes_read();
+  return tcp_read_done_ + (frames_ ? frames_->bytes_read() : 0);
+}
 
 Response Client::call(const Request& req) {
   if (channel_ == Channel::TcpBinary) {
-    if (!tcp_) tcp_.reset(connect_tcp(host_, tcp_port_));
+    auto drop = [this] {
+      tcp_read_done_ += frames_ ? frames_->bytes_read() : 0;
+      frames_.reset();
+      tcp_.reset();
+    };
+    if (!tcp_) {
+      tcp_.reset(connect_tcp(host_, tcp_port_));
+      frames_ = std::make_unique<FrameReader>(tcp_.get());
+    }
     std::string body = binary::encode_request(req);
     if (!write_frame(tcp_.get(), body)) {
-      tcp_.reset();
+      drop();
       throw std::runtime_error("write to the TCP channel failed");
     }
     tcp_written_ += 4 + body.size();
     std::string resp;
     bool got;
     try {
-      got = read_frame(tcp_.get(), resp);
+      got = frames_->read(resp);
     } catch (...) {
-      tcp_.reset();
+      drop();
       throw;
     }
     if (!got) {
-      tcp_.reset();
+      drop();
       throw std::runtime_error("the TCP channel closed the connection");
     }
-    tcp_read_ += 4 + resp.size();
     return binary::decode_response(req.method, resp);
   }
   const std::string target = std::string(http_prefix(channel_)) + "/" + method_name(req.method);

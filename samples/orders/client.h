@@ -8,6 +8,7 @@
 #include "channels.h"
 #include "http.h"
 #include "model.h"
+#include "server.h"
 
 namespace txray::samples::orders {
 
@@ -25,7 +26,8 @@ class Client {
   std::string host_;
   uint16_t tcp_port_;
   Fd tcp_;
-  uint64_t tcp_written_ = 0, tcp_read_ = 0;
+  std::unique_ptr<FrameReader> frames_;
+  uint64_t tcp_written_ = 0, tcp_read_done_ = 0;  // bytes read on earlier connections
   std::unique_ptr<HttpClient> http_;
 };
 

@@ -16,12 +16,38 @@
 
 namespace txray::samples::orders {
 
-bool read_frame(int fd, std::string& body) {
+bool FrameReader::fill() {
+  if (pos_ == buf_.size()) {
+    buf_.clear();
+    pos_ = 0;
+  }
+  char tmp[16384];
+  for (;;) {
+    ssize_t n = ::read(fd_, tmp, sizeof tmp);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf_.append(tmp, static_cast<size_t>(n));
+    bytes_read_ += static_cast<uint64_t>(n);
+    return true;
+  }
+}
+
+bool FrameReader::read(std::string& body) {
+  while (buf_.size() - pos_ < sizeof(uint32_t)) {
+    bool empty = buf_.size() == pos_;
+    if (!fill()) {
+      if (empty) return false;
+      throw std::runtime_error("connection closed inside a frame");
+    }
+  }
   uint32_t len = 0;
-  if (!read_exact(fd, &len, sizeof len)) return false;
+  std::memcpy(&len, buf_.data() + pos_, sizeof len);
   if (len == 0 || len > kMaxFrame) throw std::runtime_error("bad frame length " + std::to_string(len));
-  body.resize(len);
-  if (!read_exact(fd, body.data(), len)) throw std::runtime_error("connection closed inside a frame");
+  while (buf_.size() - pos_ < sizeof len + len) {
+    if (!fill()) throw std::runtime_error("connection closed inside a frame");
+  }
+  body.assign(buf_, pos_ + sizeof len, len);
+  pos_ += sizeof len + len;
   return true;
 }
 
@@ -37,18 +63,19 @@ namespace {
 
 void serve_tcp_connection(int raw_fd, const Repository& repo) {
   Fd fd(raw_fd);
+  FrameReader reader(fd.get());
   std::string body;
   for (;;) {
-    // Wait for the next call outside any transaction: the length prefix is the first sign of one.
-    uint32_t len = 0;
-    if (!read_exact(fd.get(), &len, sizeof len)) return;
-    if (len == 0 || len > kMaxFrame) return;  // not our protocol: drop the connection
+    // Wait for the next call outside any transaction; it begins once a whole frame has arrived.
+    try {
+      if (!reader.read(body)) return;
+    } catch (const std::exception&) {
+      return;  // not our protocol: drop the connection
+    }
     Request req;
     Response resp;
     bool decoded = false;
     std::string name = "TCP ?";
-    body.resize(len);
-    if (!read_exact(fd.get(), body.data(), len)) return;
     try {
       req = binary::decode_request(body);
       decoded = true;
