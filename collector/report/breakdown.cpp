@@ -28,12 +28,14 @@ struct Split {
   int64_t sql, fetch, call, cpu, wait;
 };
 
-Split split(const TxTotals& t) {
+// call_cpu: the caller's own CPU inside outbound calls, moved from call to cpu.
+Split split(const TxTotals& t, int64_t call_cpu) {
   Split s{};
   const int64_t e = std::max<int64_t>(t.elapsed_ns, 0);
   s.sql = std::clamp<int64_t>(t.sql_ns, 0, e);
   s.fetch = std::clamp<int64_t>(t.fetch_ns, 0, e - s.sql);
   s.call = std::clamp<int64_t>(t.call_ns, 0, e - s.sql - s.fetch);
+  s.call -= std::clamp<int64_t>(call_cpu, 0, s.call);
   const int64_t rest = e - s.sql - s.fetch - s.call;
   s.cpu = std::clamp<int64_t>(t.cpu_ns, 0, rest);
   s.wait = rest - s.cpu;
@@ -171,8 +173,19 @@ int64_t cpu_in_window(const std::vector<StepRow>& rows, int64_t s, int64_t e) {
 
 }  // namespace
 
-void add_shares(const TxTotals& t, TimeShares& out) {
-  const Split s = split(t);
+int64_t own_cpu_in_calls(const std::vector<StepRow>& rows, const StepRow** biggest, int64_t* biggest_ns) {
+  int64_t total = 0;
+  for (const auto& c : rows) {
+    if (c.kind != "HTTP_CALL" || c.parent != -1) continue;
+    const int64_t in = cpu_in_window(rows, c.start_ns, c.start_ns + c.elapsed_ns);
+    total += in;
+    if (biggest && in > *biggest_ns) *biggest_ns = in, *biggest = &c;
+  }
+  return total;
+}
+
+void add_shares(const TxTotals& t, int64_t call_cpu_ns, TimeShares& out) {
+  const Split s = split(t, call_cpu_ns);
   out.total_ns += std::max<int64_t>(t.elapsed_ns, 0);
   out.sql_ns += s.sql;
   out.fetch_ns += s.fetch;
@@ -183,24 +196,13 @@ void add_shares(const TxTotals& t, TimeShares& out) {
 
 Dominant dominant_cost(const TxTotals& t, const std::vector<StepRow>& rows,
                        const std::vector<FoldedRow>& folded) {
-  Split s = split(t);
   Dominant d;
-  // Own CPU inside outbound calls: move it from call to cpu (see breakdown.h).
+  // Own CPU inside outbound calls: moved from call to cpu (see breakdown.h).
   const StepRow* cpu_call = nullptr;  // the call holding the most own CPU
   int64_t cpu_call_ns = 0;
-  for (const auto& c : rows) {
-    if (c.kind != "HTTP_CALL" || c.parent != -1) continue;
-    const int64_t in = cpu_in_window(rows, c.start_ns, c.start_ns + c.elapsed_ns);
-    d.call_cpu_ns += in;
-    if (in > cpu_call_ns) cpu_call_ns = in, cpu_call = &c;
-  }
-  d.call_cpu_ns = std::min(d.call_cpu_ns, s.call);
-  if (d.call_cpu_ns > 0) {
-    s.call -= d.call_cpu_ns;
-    const int64_t rest = std::max<int64_t>(t.elapsed_ns, 0) - s.sql - s.fetch - s.call;
-    s.cpu = std::clamp<int64_t>(t.cpu_ns, 0, rest);
-    s.wait = rest - s.cpu;
-  }
+  d.call_cpu_ns = own_cpu_in_calls(rows, &cpu_call, &cpu_call_ns);
+  const Split s = split(t, d.call_cpu_ns);
+  d.call_cpu_ns = std::min(d.call_cpu_ns, std::clamp<int64_t>(t.call_ns, 0, std::max<int64_t>(t.elapsed_ns, 0)));
   const StepRow* sock = nullptr;
   d.socket_wait_ns = std::min(s.wait, socket_wait(rows, t.elapsed_ns, &sock));
   d.idle_ns = s.wait - d.socket_wait_ns;

@@ -8,12 +8,14 @@
 //   cpu   = min(cpu_ns, rest)                     CPU in own code: CPU burned inside an in-process call
 //                                                 (SQLite) is already counted as that call's time
 //   wait  = rest - cpu
-// With the steps known (the slowest transactions), two refinements:
+// Refinements from the steps:
 //   - the caller's own CPU inside a top-level outbound call (e.g. decompressing the response inside the
 //     client library: the X-View case) is CPU in own code, not call time. Each row's CPU_T is spread
-//     evenly over its GAP, and the part that falls inside the call's window moves from call to cpu;
-//   - wait splits into socket wait = min(wait, time with a top-level outbound socket open, not spent on
-//     CPU or in another call, plus top-level DNS / DB_CONNECT time) and idle = the remainder.
+//     evenly over its GAP, and the part that falls inside the call's window moves from call to cpu
+//     (in the summary's shares too);
+//   - for the slowest transactions, wait splits into socket wait = min(wait, time with a top-level
+//     outbound socket open, not spent on CPU or in another call, plus top-level DNS / DB_CONNECT
+//     time) and idle = the remainder.
 // The dominant cost is the largest of the six parts (ties: SQL, fetch, call, socket wait, CPU, idle).
 #pragma once
 
@@ -29,8 +31,6 @@ struct TxTotals {
   int64_t elapsed_ns = 0, cpu_ns = 0, sql_ns = 0, fetch_ns = 0, call_ns = 0;
 };
 
-// Adds one transaction's exclusive split (socket wait not separated: it is part of wait_ns).
-void add_shares(const TxTotals& t, TimeShares& out);
 
 // One profile row, as much as the dominant-cost rule needs.
 struct StepRow {
@@ -44,6 +44,15 @@ struct StepRow {
   std::string text;         // texts.text, or "" when none
   std::string attributes;   // JSON object text, or ""
 };
+
+// The caller's own CPU inside its top-level outbound calls (each row's CPU_T spread evenly over its
+// GAP). Optionally the call holding the most of it.
+int64_t own_cpu_in_calls(const std::vector<StepRow>& rows, const StepRow** biggest = nullptr,
+                         int64_t* biggest_ns = nullptr);
+
+// Adds one transaction's exclusive split (socket wait not separated: it is part of wait_ns).
+// call_cpu_ns: own_cpu_in_calls() of its rows, or 0 when it made no outbound call.
+void add_shares(const TxTotals& t, int64_t call_cpu_ns, TimeShares& out);
 
 // Calls folded into step_summaries for this transaction.
 struct FoldedRow {

@@ -14,7 +14,25 @@
 namespace txray::report {
 namespace {
 
-void compute_summary(const Selection& sel, Summary& s) {
+// Timing columns of a transaction's rows: enough for own_cpu_in_calls().
+std::vector<StepRow> timing_rows(Stmt& st, int64_t tx_id) {
+  std::vector<StepRow> rows;
+  st.reset();
+  st.bind(1, tx_id);
+  while (st.step()) {
+    StepRow r;
+    r.parent = static_cast<int>(st.i64(0));
+    r.kind = st.text(1);
+    r.start_ns = st.i64(2);
+    r.gap_ns = st.i64(3);
+    r.cpu_ns = st.i64(4);
+    r.elapsed_ns = st.i64(5);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+void compute_summary(const Db& db, const Selection& sel, Summary& s) {
   s.transactions = static_cast<int64_t>(sel.txs.size());
   if (sel.txs.empty()) return;
   std::vector<int64_t> elapsed;
@@ -22,6 +40,7 @@ void compute_summary(const Selection& sel, Summary& s) {
   s.first_start_unix_ns = sel.txs.front().start;
   s.last_end_unix_ns = sel.txs.front().end;
   int64_t total = 0;
+  Stmt rows(db, "SELECT parent, kind, start_offset_ns, gap_ns, cpu_ns, elapsed_ns FROM steps WHERE tx_id = ?");
   for (const auto& t : sel.txs) {
     elapsed.push_back(t.elapsed);
     total += t.elapsed;
@@ -29,7 +48,9 @@ void compute_summary(const Selection& sel, Summary& s) {
     s.cpu_total_ns += t.cpu;
     s.first_start_unix_ns = std::min(s.first_start_unix_ns, t.start);
     s.last_end_unix_ns = std::max(s.last_end_unix_ns, t.end);
-    add_shares({t.elapsed, t.cpu, t.sql, t.fetch, t.call}, s.shares);
+    // Only transactions with outbound calls need their rows (own CPU inside the calls).
+    const int64_t call_cpu = t.call > 0 ? own_cpu_in_calls(timing_rows(rows, t.id)) : 0;
+    add_shares({t.elapsed, t.cpu, t.sql, t.fetch, t.call}, call_cpu, s.shares);
   }
   s.avg_ns = total / s.transactions;
   s.pct = percentiles(elapsed);
@@ -215,7 +236,7 @@ std::string compute_report(const Options& opt, Report& r) {
     r.repeat_threshold = opt.repeat_threshold;
     r.generated_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count();
-    compute_summary(sel, r.summary);
+    compute_summary(db, sel, r.summary);
     compute_names(sel, opt.top, r);
     compute_slowest(db, sel, opt.top, r);
     compute_step_groups(db, opt, sel, r);

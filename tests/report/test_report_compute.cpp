@@ -67,7 +67,8 @@ class ComputeTest : public ::testing::Test {
       s.step(pay, {.no = 1, .kind = "HTTP_CALL", .start_ms = 5, .gap_ms = 5, .elapsed_ms = 250,
                    .text = "POST http://billing:8080/charge?order=1", .status = 200});
       s.summary(pay, "HTTP_CALL", std::nullopt, "POST http://billing:8080/charge?order=2", 4, 40, std::nullopt);
-      s.step(pay, {.no = 2, .kind = "END", .start_ms = 300, .gap_ms = 295});
+      // 10 ms of CPU over the 295 ms before END, 250 ms of which lie inside the call
+      s.step(pay, {.no = 2, .kind = "END", .start_ms = 300, .gap_ms = 295, .cpu_ms = 10});
     }
     for (int k = 0; k < 4; ++k) {
       StoreBuilder::Tx t;
@@ -112,10 +113,13 @@ TEST_F(ComputeTest, SummaryCountsPercentilesAndShares) {
   EXPECT_EQ(m.cpu_total_ns, (10 * 2 + 5 * 1 + 10 + 4 * 20) * kMs);
   EXPECT_EQ(m.shares.total_ns, 1075 * kMs);
   EXPECT_EQ(m.shares.sql_ns, 65 * kMs);
-  EXPECT_EQ(m.shares.call_ns, 290 * kMs);
+  // The pay transaction's own CPU inside its call (10 ms x 250/295) moves from call to CPU; its CPU was
+  // already all counted (10 ms fit outside the call), so that time becomes waiting.
+  const int64_t in_call = 10 * kMs * 250 / 295;
+  EXPECT_EQ(m.shares.call_ns, 290 * kMs - in_call);
   EXPECT_EQ(m.shares.cpu_ns, 115 * kMs);
   EXPECT_EQ(m.shares.fetch_ns, 0);
-  EXPECT_EQ(m.shares.wait_ns, 605 * kMs);
+  EXPECT_EQ(m.shares.wait_ns, 605 * kMs + in_call);
   EXPECT_EQ(m.first_start_unix_ns, kBase + 1000 * kMs);
   EXPECT_EQ(m.last_end_unix_ns, kBase + 30'360 * kMs);  // the last charge
   EXPECT_NEAR(m.throughput_per_s, 20.0 / 29.36, 1e-9);
@@ -230,7 +234,7 @@ TEST_F(ComputeTest, SlowestCarryDominantCost) {
   ASSERT_EQ(r.slowest.size(), 20u);
   EXPECT_EQ(r.slowest[0].name, "POST /pay");
   EXPECT_EQ(r.slowest[0].dominant, Cost::Call);
-  EXPECT_EQ(r.slowest[0].dominant_ns, 290 * kMs);
+  EXPECT_EQ(r.slowest[0].dominant_ns, 290 * kMs - 10 * kMs * 250 / 295);
   EXPECT_EQ(r.slowest[0].step_no, 1);
   EXPECT_NE(r.slowest[0].step.find("x5"), std::string::npos) << r.slowest[0].step;
   EXPECT_EQ(r.slowest[1].elapsed_ns, 100 * kMs);

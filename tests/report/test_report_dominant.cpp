@@ -157,7 +157,7 @@ TEST(Dominant, FetchAndCallsAndClamping) {
 
   // Inconsistent totals never produce more than the response time.
   TimeShares t;
-  add_shares({100 * ms, 500 * ms, 70 * ms, 50 * ms, 90 * ms}, t);
+  add_shares({100 * ms, 500 * ms, 70 * ms, 50 * ms, 90 * ms}, 0, t);
   EXPECT_EQ(t.sql_ns, 70 * ms);
   EXPECT_EQ(t.fetch_ns, 30 * ms);
   EXPECT_EQ(t.call_ns, 0);
