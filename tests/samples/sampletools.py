@@ -107,7 +107,8 @@ def orders_call(channel, method, arg, n=None, tcp=None, http=None, env=None):
     return json.loads(out)
 
 
-def orders_bench(tcp=None, http=None, channels=None, methods=None, clients=4, seconds=0.3, rounds=3, env=None):
+def orders_bench(tcp=None, http=None, channels=None, methods=None, clients=4, seconds=0.3, rounds=3, env=None,
+                 server_pid=None):
     """The driver's table as a dict {(channel, method, n): row}."""
     args = [os.path.join(BIN, "txray-orders-bench"), "--json", "--clients", str(clients), "--seconds", str(seconds),
             "--rounds", str(rounds)]
@@ -115,6 +116,8 @@ def orders_bench(tcp=None, http=None, channels=None, methods=None, clients=4, se
         args += ["--tcp", tcp]
     if http:
         args += ["--http", http]
+    if server_pid:
+        args += ["--server-pid", str(server_pid)]
     if channels:
         args += ["--channels", ",".join(channels)]
     if methods:
