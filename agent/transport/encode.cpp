@@ -1,102 +1,113 @@
+// Encodes batches in the txray.v1 wire format (proto/txray/v1/txray.proto) with pb::Writer. The field
+// numbers below are that file's; keep them in step with it (tests/agent/core/transport_test.cpp decodes
+// the result with the generated code).
 #include "encode.h"
 
 #include "../core/clock.h"
-#include "txray/v1/txray.pb.h"
+#include "pb_writer.h"
 
 namespace txray {
 namespace {
 
-void fill_step(const Step& s, v1::Step* p) {
-  p->set_kind(static_cast<v1::StepKind>(s.kind));
-  p->set_parent(s.parent);
-  p->set_start_offset_ns(s.start_offset_ns);
-  p->set_gap_ns(s.gap_ns);
-  p->set_cpu_ns(s.cpu_ns);
-  p->set_elapsed_ns(s.elapsed_ns);
-  p->set_bytes_read(s.bytes_read);
-  p->set_bytes_written(s.bytes_written);
-  if (!s.text.empty()) p->set_text(s.text);
-  if (!s.error.empty()) p->set_error(s.error);
-  for (const auto& a : s.attrs) {
-    auto* pa = p->add_attributes();
-    pa->set_key(a.key);
-    pa->set_value(a.value);
-  }
-  p->set_id(s.id);
-  p->set_rows(s.rows);
-  p->set_fetch_ns(s.fetch_ns);
-  p->set_fingerprint(s.fingerprint);
-  p->set_status(s.status);
-  p->set_changes(s.changes);
+void write_attr(pb::Writer& w, int field, const Attr& a) {
+  size_t m = w.begin(field);
+  w.str(1, a.key);
+  w.str(2, a.value);
+  w.end(m);
 }
 
-void fill_transaction(const Transaction& t, v1::Transaction* p) {
-  p->set_txid(t.txid);
-  p->set_trace_id(std::string(reinterpret_cast<const char*>(t.trace_id), 16));
-  p->set_parent_span_id(t.parent_span_id);
-  p->set_name(t.name);
-  p->set_start_unix_ns(t.start_unix_ns);
-  p->set_elapsed_ns(t.elapsed_ns);
-  p->set_cpu_ns(t.cpu_ns);
-  p->set_sql_ns(t.totals.sql_ns);
-  p->set_fetch_ns(t.totals.fetch_ns);
-  p->set_call_ns(t.totals.call_ns);
-  p->set_sql_count(t.totals.sql_count);
-  p->set_call_count(t.totals.call_count);
-  p->set_client_addr(t.client_addr);
-  p->set_status(t.status);
-  if (!t.error.empty()) p->set_error(t.error);
-  p->set_bytes_read(t.bytes_read);
-  p->set_bytes_written(t.bytes_written);
-  p->set_tid(t.tid);
-  p->set_kind(t.kind);
-  for (const auto& s : t.steps) fill_step(s, p->add_steps());
-  for (const auto& s : t.summary) {
-    auto* ps = p->add_summary();
-    ps->set_kind(static_cast<v1::StepKind>(s.kind));
-    ps->set_fingerprint(s.fingerprint);
-    ps->set_text(s.text);
-    ps->set_count(s.count);
-    ps->set_elapsed_ns(s.elapsed_ns);
-    ps->set_rows(s.rows);
-    ps->set_errors(s.errors);
-    ps->set_bytes_read(s.bytes_read);
-    ps->set_bytes_written(s.bytes_written);
-  }
-  for (const auto& a : t.attrs) {
-    auto* pa = p->add_attributes();
-    pa->set_key(a.key);
-    pa->set_value(a.value);
-  }
+void write_step(pb::Writer& w, const Step& s) {
+  size_t m = w.begin(19);  // Transaction.steps
+  w.u64(1, uint64_t(s.kind));
+  w.i32(2, s.parent);
+  w.u64(3, s.start_offset_ns);
+  w.u64(4, s.gap_ns);
+  w.u64(5, s.cpu_ns);
+  w.u64(6, s.elapsed_ns);
+  w.u64(7, s.bytes_read);
+  w.u64(8, s.bytes_written);
+  w.str(9, s.text);
+  w.str(10, s.error);
+  for (const auto& a : s.attrs) write_attr(w, 11, a);
+  w.fixed64(12, s.id);
+  w.i64(13, s.rows);
+  w.u64(14, s.fetch_ns);
+  w.fixed64(15, s.fingerprint);
+  w.i32(16, s.status);
+  w.i64(17, s.changes);
+  w.end(m);
+}
+
+void write_summary(pb::Writer& w, const StepSummary& s) {
+  size_t m = w.begin(20);  // Transaction.summary
+  w.u64(1, uint64_t(s.kind));
+  w.fixed64(2, s.fingerprint);
+  w.str(3, s.text);
+  w.u64(4, s.count);
+  w.u64(5, s.elapsed_ns);
+  w.i64(6, s.rows);
+  w.u64(7, s.errors);
+  w.u64(8, s.bytes_read);
+  w.u64(9, s.bytes_written);
+  w.end(m);
+}
+
+void write_transaction(pb::Writer& w, const Transaction& t) {
+  size_t m = w.begin(5);  // Batch.transactions
+  w.fixed64(1, t.txid);
+  w.bytes(2, std::string_view(reinterpret_cast<const char*>(t.trace_id), 16));
+  w.fixed64(3, t.parent_span_id);
+  w.str(4, t.name);
+  w.u64(5, t.start_unix_ns);
+  w.u64(6, t.elapsed_ns);
+  w.u64(7, t.cpu_ns);
+  w.u64(8, t.totals.sql_ns);
+  w.u64(9, t.totals.fetch_ns);
+  w.u64(10, t.totals.call_ns);
+  w.u64(11, t.totals.sql_count);
+  w.u64(12, t.totals.call_count);
+  w.str(13, t.client_addr);
+  w.i32(14, t.status);
+  w.str(15, t.error);
+  w.u64(16, t.bytes_read);
+  w.u64(17, t.bytes_written);
+  w.u64(18, t.tid);
+  for (const auto& s : t.steps) write_step(w, s);
+  for (const auto& s : t.summary) write_summary(w, s);
+  for (const auto& a : t.attrs) write_attr(w, 21, a);
+  w.str(22, t.kind);
+  w.end(m);
 }
 
 }  // namespace
 
 bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
                   const std::vector<Transaction*>& txs, std::string* out) {
-  v1::Batch b;
-  auto* a = b.mutable_agent();
-  a->set_instance_id(id.instance_id);
-  a->set_host(id.host);
-  a->set_pid(id.pid);
-  a->set_ppid(id.ppid);
-  a->set_program(id.program);
-  a->set_app(id.app);
-  a->set_agent_version(id.agent_version);
-  a->set_start_unix_ns(id.start_unix_ns);
-  a->set_mode(id.mode);
-  a->set_command_line(id.command_line);
-  auto* d = b.mutable_drops();
-  d->set_queue_full(c.queue_full.load(std::memory_order_relaxed));
-  d->set_send_failed(c.send_failed.load(std::memory_order_relaxed));
-  d->set_encode_failed(c.encode_failed.load(std::memory_order_relaxed));
-  d->set_steps_summarized(c.steps_summarized.load(std::memory_order_relaxed));
-  d->set_internal_errors(c.internal_errors.load(std::memory_order_relaxed));
-  b.set_batch_seq(seq);
-  b.set_sent_unix_ns(clock::unix_ns());
-  for (Transaction* t : txs) fill_transaction(*t, b.add_transactions());
   out->clear();
-  return b.SerializeToString(out);
+  pb::Writer w(*out);
+  size_t a = w.begin(1);  // Batch.agent
+  w.fixed64(1, id.instance_id);
+  w.str(2, id.host);
+  w.u64(3, id.pid);
+  w.u64(4, id.ppid);
+  w.str(5, id.program);
+  w.str(6, id.app);
+  w.str(7, id.agent_version);
+  w.u64(8, id.start_unix_ns);
+  w.str(9, id.mode);
+  w.str(10, id.command_line);
+  w.end(a);
+  size_t d = w.begin(2);  // Batch.drops
+  w.u64(1, c.queue_full.load(std::memory_order_relaxed));
+  w.u64(2, c.send_failed.load(std::memory_order_relaxed));
+  w.u64(3, c.encode_failed.load(std::memory_order_relaxed));
+  w.u64(4, c.steps_summarized.load(std::memory_order_relaxed));
+  w.u64(5, c.internal_errors.load(std::memory_order_relaxed));
+  w.end(d);
+  w.u64(3, seq);
+  w.u64(4, clock::unix_ns());
+  for (const Transaction* t : txs) write_transaction(w, *t);
+  return true;
 }
 
 }  // namespace txray

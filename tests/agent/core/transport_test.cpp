@@ -13,6 +13,7 @@
 #include "counters.h"
 #include "recorder.h"
 #include "transaction.h"
+#include "transport/encode.h"
 #include "transport/transport.h"
 #include "txray/v1/txray.pb.h"
 
@@ -160,4 +161,112 @@ TEST_F(TransportTest, FlushSendsWhatIsQueuedWithinTheBound) {
   v1::Batch b;
   ASSERT_TRUE(receive_transactions(&b));
   EXPECT_EQ(b.transactions(0).name(), "GET /last");
+}
+
+// The hand-written encoder against the generated decoder: every field, negative ints, invalid UTF-8.
+TEST(Encode, EveryFieldRoundTripsThroughTheGeneratedCode) {
+  Identity id;
+  id.instance_id = 0xfedcba9876543210ull;
+  id.host = "host";
+  id.pid = 42;
+  id.ppid = 1;
+  id.program = "prog";
+  id.app = "app";
+  id.agent_version = "9.9";
+  id.start_unix_ns = 123;
+  id.mode = "http";
+  id.command_line = "prog --x";
+  Counters c;
+  c.queue_full = 1;
+  c.send_failed = 2;
+  c.encode_failed = 3;
+  c.steps_summarized = 4;
+  c.internal_errors = 5;
+  Transaction t;
+  t.txid = 0x8000000000000001ull;
+  for (int i = 0; i < 16; ++i) t.trace_id[i] = uint8_t(i + 1);
+  t.parent_span_id = 77;
+  t.name = std::string("GET /caf\xc3\xa9/bad\xff\xfe", 16);
+  t.kind = "http";
+  t.start_unix_ns = 1000;
+  t.elapsed_ns = 2000;
+  t.cpu_ns = 300;
+  t.totals = {10, 11, 12, 13, 14};
+  t.client_addr = "1.2.3.4:5";
+  t.status = -7;
+  t.error = "boom";
+  t.bytes_read = 100;
+  t.bytes_written = 200;
+  t.tid = 9;
+  t.attrs.push_back({"query", "a=1"});
+  Step s;
+  s.kind = StepKind::SQL;
+  s.parent = -1;
+  s.start_offset_ns = 5;
+  s.gap_ns = 6;
+  s.cpu_ns = 7;
+  s.elapsed_ns = 8;
+  s.bytes_read = 9;
+  s.bytes_written = 10;
+  s.text = std::string(300, 'x');  // a length that needs a 2-byte varint
+  s.error = "E";
+  s.attrs.push_back({"k", "v"});
+  s.id = ~0ull;
+  s.rows = -1;
+  s.fetch_ns = 11;
+  s.fingerprint = 12;
+  s.status = -3;
+  s.changes = 4;
+  t.steps.push_back(s);
+  t.steps.push_back(Step{});
+  StepSummary sum;
+  sum.kind = StepKind::DNS;
+  sum.fingerprint = 1;
+  sum.text = "t";
+  sum.count = 2;
+  sum.elapsed_ns = 3;
+  sum.rows = -4;
+  sum.errors = 5;
+  sum.bytes_read = 6;
+  sum.bytes_written = 7;
+  t.summary.push_back(sum);
+
+  std::string wire;
+  ASSERT_TRUE(encode_batch(id, c, 5, {&t}, &wire));
+  v1::Batch b;
+  ASSERT_TRUE(b.ParseFromString(wire));
+  EXPECT_EQ(b.agent().instance_id(), id.instance_id);
+  EXPECT_EQ(b.agent().command_line(), "prog --x");
+  EXPECT_EQ(b.agent().pid(), 42u);
+  EXPECT_EQ(b.drops().queue_full(), 1u);
+  EXPECT_EQ(b.drops().internal_errors(), 5u);
+  EXPECT_EQ(b.batch_seq(), 5u);
+  ASSERT_EQ(b.transactions_size(), 1);
+  const auto& pt = b.transactions(0);
+  EXPECT_EQ(pt.txid(), t.txid);
+  EXPECT_EQ(pt.trace_id(), std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16));
+  EXPECT_EQ(pt.parent_span_id(), 77u);
+  EXPECT_EQ(pt.name(), "GET /caf\xc3\xa9/bad??");
+  EXPECT_EQ(pt.status(), -7);
+  EXPECT_EQ(pt.sql_ns(), 10u);
+  EXPECT_EQ(pt.call_count(), 14u);
+  EXPECT_EQ(pt.tid(), 9u);
+  EXPECT_EQ(pt.kind(), "http");
+  ASSERT_EQ(pt.attributes_size(), 1);
+  EXPECT_EQ(pt.attributes(0).value(), "a=1");
+  ASSERT_EQ(pt.steps_size(), 2);
+  const auto& ps = pt.steps(0);
+  EXPECT_EQ(ps.kind(), v1::SQL);
+  EXPECT_EQ(ps.parent(), -1);
+  EXPECT_EQ(ps.text().size(), 300u);
+  EXPECT_EQ(ps.id(), ~0ull);
+  EXPECT_EQ(ps.rows(), -1);
+  EXPECT_EQ(ps.status(), -3);
+  EXPECT_EQ(ps.changes(), 4);
+  EXPECT_EQ(ps.attributes(0).key(), "k");
+  EXPECT_EQ(pt.steps(1).rows(), -1);  // Step's default: unknown
+  ASSERT_EQ(pt.summary_size(), 1);
+  EXPECT_EQ(pt.summary(0).kind(), v1::DNS);
+  EXPECT_EQ(pt.summary(0).rows(), -4);
+  EXPECT_EQ(pt.summary(0).bytes_written(), 7u);
 }
