@@ -121,12 +121,14 @@ PY_HTTP=$(wait_listen "$OUT/py-orders.log" http "$LAST_PID")
 echo "demo: relay-backend :$BACKEND_PORT  relay :$RELAY_PORT  orders tcp :$ORDERS_TCP http :$ORDERS_HTTP  py-orders :$PY_HTTP"
 
 # --- 3. load ------------------------------------------------------------------------------------------
-# The drivers are plain clients (not traced). Each loops until it is stopped.
-start drive-relay bash -c "while :; do '$BIN/txray-relay-client' --relay 127.0.0.1:$RELAY_PORT -n 2 >/dev/null || sleep 0.5; done"
+# The drivers are plain clients (not traced). Each loops until it is stopped. The order drivers pause
+# between bursts so that the relay keeps a core to itself now and then: its gunzip row is then CPU-bound
+# (CPU_T close to GAP) rather than waiting for a CPU.
+start drive-relay bash -c "while :; do '$BIN/txray-relay-client' --relay 127.0.0.1:$RELAY_PORT -n 1 >/dev/null || sleep 0.5; done"
 DRIVERS+=("$LAST_PID")
-start drive-orders bash -c "while :; do '$BIN/txray-orders-bench' --tcp 127.0.0.1:$ORDERS_TCP --http 127.0.0.1:$ORDERS_HTTP --clients 2 --seconds 0.1 --rounds 1 >/dev/null || sleep 0.5; done"
+start drive-orders bash -c "while :; do '$BIN/txray-orders-bench' --tcp 127.0.0.1:$ORDERS_TCP --http 127.0.0.1:$ORDERS_HTTP --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
 DRIVERS+=("$LAST_PID")
-start drive-py-orders bash -c "while :; do '$BIN/txray-orders-bench' --http 127.0.0.1:$PY_HTTP --channels http-json,http-xml --clients 1 --seconds 0.1 --rounds 1 >/dev/null || sleep 0.5; done"
+start drive-py-orders bash -c "while :; do '$BIN/txray-orders-bench' --http 127.0.0.1:$PY_HTTP --channels http-json,http-xml --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
 DRIVERS+=("$LAST_PID")
 
 START=$(date +%s)
