@@ -162,11 +162,10 @@ int counting_callback(void* p, int n, char** values, char** names) {
   return c->callback(c->arg, n, values, names);
 }
 
-// Records a bind on the statement's state (the raw text is only built in raw mode).
+// Records a bind on the statement's state (the raw text is only built in raw mode). The caller holds
+// the sql guard.
 template <typename MakeRaw>
 void record_bind(sqlite3_stmt* st, int index, sql::BindType type, MakeRaw make_raw) {
-  HookGuard guard(HookFamily::sql);
-  if (!guard) return;
   const auto& cfg = sql::settings();
   if (cfg.mode == sql::TextMode::off) return;
   sql::SqliteStatement* s = state_of(st, true);
@@ -320,12 +319,15 @@ extern "C" int sqlite3_exec(sqlite3* db, const char* text, int (*callback)(void*
 }
 
 // --- binds ---------------------------------------------------------------------------------------------
+// The guard is held across the real call: sqlite3_bind_int calls sqlite3_bind_int64 through the PLT, and
+// the bind is recorded once, by the outer hook.
 
 extern "C" int sqlite3_bind_int(sqlite3_stmt* st, int i, int v) {
   auto real = TXRAY_REAL(sqlite3_bind_int, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::integer, [&](size_t) { return std::to_string(v); });
   }
@@ -335,8 +337,9 @@ extern "C" int sqlite3_bind_int(sqlite3_stmt* st, int i, int v) {
 extern "C" int sqlite3_bind_int64(sqlite3_stmt* st, int i, sqlite3_int64 v) {
   auto real = TXRAY_REAL(sqlite3_bind_int64, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::integer, [&](size_t) { return std::to_string(v); });
   }
@@ -346,8 +349,9 @@ extern "C" int sqlite3_bind_int64(sqlite3_stmt* st, int i, sqlite3_int64 v) {
 extern "C" int sqlite3_bind_double(sqlite3_stmt* st, int i, double v) {
   auto real = TXRAY_REAL(sqlite3_bind_double, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::real, [&](size_t) {
       char buf[32];
@@ -361,8 +365,9 @@ extern "C" int sqlite3_bind_double(sqlite3_stmt* st, int i, double v) {
 extern "C" int sqlite3_bind_null(sqlite3_stmt* st, int i) {
   auto real = TXRAY_REAL(sqlite3_bind_null, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::null, [](size_t) { return std::string("NULL"); });
   }
@@ -377,8 +382,9 @@ extern "C" int sqlite3_bind_text(sqlite3_stmt* st, int i, const char* v, int n, 
   std::string raw;
   if (v && sql::settings().mode == sql::TextMode::raw)
     raw = sql::quote_value(n < 0 ? std::string_view(v) : std::string_view(v, size_t(n)), sql::settings().max_bind);
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v, n, dtor);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, v ? sql::BindType::text : sql::BindType::null, [&](size_t) { return v ? raw : "NULL"; });
   }
@@ -394,8 +400,9 @@ extern "C" int sqlite3_bind_text64(sqlite3_stmt* st, int i, const char* v, sqlit
     raw = encoding == SQLITE_UTF8 ? sql::quote_value(std::string_view(v, size_t(n)), sql::settings().max_bind)
                                   : "text16(" + std::to_string(n) + ")";
   }
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v, n, dtor, encoding);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, v ? sql::BindType::text : sql::BindType::null, [&](size_t) { return v ? raw : "NULL"; });
   }
@@ -405,8 +412,9 @@ extern "C" int sqlite3_bind_text64(sqlite3_stmt* st, int i, const char* v, sqlit
 extern "C" int sqlite3_bind_text16(sqlite3_stmt* st, int i, const void* v, int n, void (*dtor)(void*)) {
   auto real = TXRAY_REAL(sqlite3_bind_text16, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v, n, dtor);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, v ? sql::BindType::text : sql::BindType::null,
                 [&](size_t) { return v ? "text16(" + std::to_string(n) + ")" : std::string("NULL"); });
@@ -417,8 +425,9 @@ extern "C" int sqlite3_bind_text16(sqlite3_stmt* st, int i, const void* v, int n
 extern "C" int sqlite3_bind_blob(sqlite3_stmt* st, int i, const void* v, int n, void (*dtor)(void*)) {
   auto real = TXRAY_REAL(sqlite3_bind_blob, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v, n, dtor);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, v ? sql::BindType::blob : sql::BindType::null,
                 [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); });
@@ -429,8 +438,9 @@ extern "C" int sqlite3_bind_blob(sqlite3_stmt* st, int i, const void* v, int n, 
 extern "C" int sqlite3_bind_blob64(sqlite3_stmt* st, int i, const void* v, sqlite3_uint64 n, void (*dtor)(void*)) {
   auto real = TXRAY_REAL(sqlite3_bind_blob64, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v, n, dtor);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, v ? sql::BindType::blob : sql::BindType::null,
                 [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); });
@@ -441,8 +451,9 @@ extern "C" int sqlite3_bind_blob64(sqlite3_stmt* st, int i, const void* v, sqlit
 extern "C" int sqlite3_bind_zeroblob(sqlite3_stmt* st, int i, int n) {
   auto real = TXRAY_REAL(sqlite3_bind_zeroblob, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, n);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::zeroblob, [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; });
   }
@@ -452,8 +463,9 @@ extern "C" int sqlite3_bind_zeroblob(sqlite3_stmt* st, int i, int n) {
 extern "C" int sqlite3_bind_zeroblob64(sqlite3_stmt* st, int i, sqlite3_uint64 n) {
   auto real = TXRAY_REAL(sqlite3_bind_zeroblob64, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, n);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::zeroblob, [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; });
   }
@@ -463,8 +475,9 @@ extern "C" int sqlite3_bind_zeroblob64(sqlite3_stmt* st, int i, sqlite3_uint64 n
 extern "C" int sqlite3_bind_value(sqlite3_stmt* st, int i, const sqlite3_value* v) {
   auto real = TXRAY_REAL(sqlite3_bind_value, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, v);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::value, [](size_t) { return std::string("value"); });
   }
@@ -474,8 +487,9 @@ extern "C" int sqlite3_bind_value(sqlite3_stmt* st, int i, const sqlite3_value* 
 extern "C" int sqlite3_bind_pointer(sqlite3_stmt* st, int i, void* p, const char* type, void (*dtor)(void*)) {
   auto real = TXRAY_REAL(sqlite3_bind_pointer, kLib);
   if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
   int rc = real(st, i, p, type, dtor);
-  if (rc == SQLITE_OK) {
+  if (guard && rc == SQLITE_OK) {
     SaveErrno keep;
     record_bind(st, i, sql::BindType::pointer, [](size_t) { return std::string("pointer"); });
   }
