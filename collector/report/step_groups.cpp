@@ -217,7 +217,7 @@ void Pass::run(Report& r) {
       }
     }
   } else {
-    Stmt st(db_, std::string(cols) + "WHERE tx_id BETWEEN ? AND ? AND kind IN ('SQL', 'HTTP_CALL')");
+    Stmt st(db_, std::string(cols) + "WHERE tx_id BETWEEN ? AND ? AND kind IN ('SQL', 'HTTP_CALL') ORDER BY tx_id, no");
     st.bind(1, lo);
     st.bind(2, hi);
     while (st.step()) {
