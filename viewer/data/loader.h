@@ -1,0 +1,75 @@
+// Store access off the UI thread. A StoreSession owns a worker QThread with a Loader on it; the UI calls
+// the session's methods (they return at once) and gets the results as signals carrying shared, immutable
+// value types. Requests run one at a time, in order, on the worker.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <memory>
+
+#include "store.h"
+#include "types.h"
+
+Q_DECLARE_METATYPE(txray::viewer::PointBatchPtr)
+Q_DECLARE_METATYPE(txray::viewer::TxListPtr)
+Q_DECLARE_METATYPE(txray::viewer::ProfilePtr)
+Q_DECLARE_METATYPE(txray::viewer::Box)
+
+namespace txray::viewer {
+
+// Lives on the worker thread; owns the Store (an SQLite connection belongs to one thread).
+class Loader : public QObject {
+  Q_OBJECT
+ public:
+  static constexpr int64_t kChunk = 200000;  // rows per pointsLoaded signal
+
+ public slots:
+  void open(const QString& path);
+  void poll();
+  void queryBox(int request, txray::viewer::Box box, qint64 min_id, qint64 max_id);
+  void loadProfile(int request, qint64 id);
+
+ signals:
+  void opened(const QString& path, qint64 transactions);
+  void failed(const QString& message);
+  void pointsLoaded(const txray::viewer::PointBatchPtr& batch);
+  void pollFinished(qint64 last_id);
+  void boxLoaded(int request, const txray::viewer::TxListPtr& rows);
+  void profileLoaded(int request, const txray::viewer::ProfilePtr& profile);
+
+ private:
+  std::unique_ptr<Store> store_;
+  int64_t last_id_ = 0;
+};
+
+class StoreSession : public QObject {
+  Q_OBJECT
+ public:
+  explicit StoreSession(QObject* parent = nullptr);
+  ~StoreSession() override;
+
+  // Each returns at once; results come as the signals below.
+  void open(const QString& path);  // then polls the first rows in
+  void poll();                     // loads rows added since the last poll (ignored while one runs)
+  int queryBox(const Box& box, int64_t min_id, int64_t max_id);  // returns the request number
+  int loadProfile(int64_t id);
+  bool polling() const { return polling_; }
+
+ signals:
+  void opened(const QString& path, qint64 transactions);
+  void failed(const QString& message);
+  void pointsLoaded(const txray::viewer::PointBatchPtr& batch);
+  void pollFinished(qint64 last_id);
+  void boxLoaded(int request, const txray::viewer::TxListPtr& rows);
+  void profileLoaded(int request, const txray::viewer::ProfilePtr& profile);
+
+ private:
+  QThread thread_;
+  Loader* loader_;
+  bool polling_ = false;
+  int next_request_ = 1;
+};
+
+}  // namespace txray::viewer

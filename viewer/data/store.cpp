@@ -1,0 +1,229 @@
+#include "store.h"
+
+#include <sqlite3.h>
+
+#include <stdexcept>
+
+namespace txray::viewer {
+
+namespace {
+
+// Finalizes a statement when it goes out of scope.
+struct Stmt {
+  sqlite3_stmt* st = nullptr;
+  ~Stmt() { sqlite3_finalize(st); }
+  operator sqlite3_stmt*() const { return st; }
+};
+
+std::string text_of(sqlite3_stmt* st, int col) {
+  const auto* p = sqlite3_column_text(st, col);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(st, col)))
+           : std::string();
+}
+std::optional<int64_t> opt_of(sqlite3_stmt* st, int col) {
+  if (sqlite3_column_type(st, col) == SQLITE_NULL) return std::nullopt;
+  return sqlite3_column_int64(st, col);
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error("cannot open " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 2000);
+  // A file that is not SQLite fails here; a SQLite file without our tables fails on the table check.
+  int tables = 0;
+  sqlite3_stmt* st = nullptr;
+  const int rc = sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                                    "('transactions', 'steps', 'texts', 'agents')", -1, &st, nullptr);
+  std::string why = rc == SQLITE_OK ? "" : sqlite3_errmsg(db_);
+  if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) tables = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (tables != 4) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error(path + " is not a txray store" + (why.empty() ? " (no transactions/steps/texts/agents tables)" : ": " + why));
+  }
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+sqlite3_stmt* Store::prepare(const char* sql) {
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK)
+    throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
+  return st;
+}
+
+int Store::intern(Dict& dict, std::vector<std::string>& list, const unsigned char* text, int len, int max) {
+  std::string_view key = text ? std::string_view(reinterpret_cast<const char*>(text), static_cast<size_t>(len))
+                              : std::string_view();
+  if (auto it = dict.find(key); it != dict.end()) return it->second;
+  // Past the dictionary's capacity everything else shares the last slot.
+  if (static_cast<int>(list.size()) >= max) return max - 1;
+  int index = static_cast<int>(list.size());
+  list.emplace_back(key);
+  dict.emplace(std::string(key), index);
+  return index;
+}
+
+PointBatch Store::load_points(int64_t after_id, int64_t limit) {
+  Stmt st{prepare("SELECT id, end_unix_ns, elapsed_ns, status, error IS NOT NULL, app, name FROM transactions "
+                  "WHERE id > ? ORDER BY id LIMIT ?")};
+  sqlite3_bind_int64(st, 1, after_id);
+  sqlite3_bind_int64(st, 2, limit + 1);
+  PointBatch batch;
+  batch.last_id = after_id;
+  batch.points.reserve(static_cast<size_t>(std::min<int64_t>(limit, 1 << 20)));
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (static_cast<int64_t>(batch.points.size()) == limit) {
+      batch.more = true;
+      break;
+    }
+    TxPoint p;
+    p.id = sqlite3_column_int64(st, 0);
+    p.end_ns = sqlite3_column_int64(st, 1);
+    p.elapsed_ns = sqlite3_column_int64(st, 2);
+    p.error = (sqlite3_column_int(st, 3) >= 500 || sqlite3_column_int(st, 4)) ? 1 : 0;
+    p.app = static_cast<uint8_t>(intern(app_index_, apps_, sqlite3_column_text(st, 5), sqlite3_column_bytes(st, 5), 256));
+    p.name = static_cast<uint16_t>(
+        intern(name_index_, names_, sqlite3_column_text(st, 6), sqlite3_column_bytes(st, 6), 65536));
+    batch.points.push_back(p);
+    batch.last_id = p.id;
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
+  batch.apps = apps_;
+  batch.names = names_;
+  return batch;
+}
+
+std::vector<TxSummary> Store::query_box(const Box& box, int64_t min_id, int64_t max_id) {
+  // The unary + keeps SQLite on the id range (a contiguous walk of the table) rather than the end index.
+  Stmt st{prepare("SELECT id, end_unix_ns, app, name, elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, status, "
+                  "error, client_addr FROM transactions WHERE id BETWEEN ? AND ? "
+                  "AND +end_unix_ns BETWEEN ? AND ? AND +elapsed_ns BETWEEN ? AND ? ORDER BY id")};
+  sqlite3_bind_int64(st, 1, min_id);
+  sqlite3_bind_int64(st, 2, max_id);
+  sqlite3_bind_int64(st, 3, box.t0);
+  sqlite3_bind_int64(st, 4, box.t1);
+  sqlite3_bind_int64(st, 5, box.e0);
+  sqlite3_bind_int64(st, 6, box.e1);
+  std::vector<TxSummary> rows;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    TxSummary r;
+    r.id = sqlite3_column_int64(st, 0);
+    r.end_ns = sqlite3_column_int64(st, 1);
+    r.app = text_of(st, 2);
+    r.name = text_of(st, 3);
+    r.elapsed_ns = sqlite3_column_int64(st, 4);
+    r.cpu_ns = sqlite3_column_int64(st, 5);
+    r.sql_ns = sqlite3_column_int64(st, 6);
+    r.fetch_ns = sqlite3_column_int64(st, 7);
+    r.call_ns = sqlite3_column_int64(st, 8);
+    r.status = sqlite3_column_int(st, 9);
+    r.error = text_of(st, 10);
+    r.client = text_of(st, 11);
+    rows.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
+  return rows;
+}
+
+std::optional<Profile> Store::load_profile(int64_t id) {
+  Stmt tx{prepare(
+      "SELECT t.id, t.end_unix_ns, t.app, t.name, t.elapsed_ns, t.cpu_ns, t.sql_ns, t.fetch_ns, t.call_ns, "
+      "t.status, t.error, t.client_addr, t.txid, t.parent_span_id, t.start_unix_ns, t.trace_id, t.kind, "
+      "t.attributes, a.host, a.program, a.pid, t.tid, t.bytes_read, t.bytes_written, t.sql_count, t.call_count "
+      "FROM transactions t LEFT JOIN agents a ON a.id = t.agent_id WHERE t.id = ?")};
+  sqlite3_bind_int64(tx, 1, id);
+  if (sqlite3_step(tx) != SQLITE_ROW) return std::nullopt;
+  Profile p;
+  p.tx.id = sqlite3_column_int64(tx, 0);
+  p.tx.end_ns = sqlite3_column_int64(tx, 1);
+  p.tx.app = text_of(tx, 2);
+  p.tx.name = text_of(tx, 3);
+  p.tx.elapsed_ns = sqlite3_column_int64(tx, 4);
+  p.tx.cpu_ns = sqlite3_column_int64(tx, 5);
+  p.tx.sql_ns = sqlite3_column_int64(tx, 6);
+  p.tx.fetch_ns = sqlite3_column_int64(tx, 7);
+  p.tx.call_ns = sqlite3_column_int64(tx, 8);
+  p.tx.status = sqlite3_column_int(tx, 9);
+  p.tx.error = text_of(tx, 10);
+  p.tx.client = text_of(tx, 11);
+  p.txid = sqlite3_column_int64(tx, 12);
+  p.parent_span_id = sqlite3_column_int64(tx, 13);
+  p.start_ns = sqlite3_column_int64(tx, 14);
+  p.trace_id = text_of(tx, 15);
+  p.kind = text_of(tx, 16);
+  p.attributes = text_of(tx, 17);
+  p.host = text_of(tx, 18);
+  p.program = text_of(tx, 19);
+  p.pid = sqlite3_column_int64(tx, 20);
+  p.tid = sqlite3_column_int64(tx, 21);
+  p.bytes_read = sqlite3_column_int64(tx, 22);
+  p.bytes_written = sqlite3_column_int64(tx, 23);
+  p.sql_count = sqlite3_column_int(tx, 24);
+  p.call_count = sqlite3_column_int(tx, 25);
+
+  Stmt steps{prepare(
+      "SELECT s.no, s.parent, s.kind, s.start_offset_ns, s.gap_ns, s.cpu_ns, s.elapsed_ns, s.bytes_read, "
+      "s.bytes_written, x.text, s.error, s.attributes, s.ref_id, s.rows, s.fetch_ns, s.status, s.changes, "
+      "s.callee_tx_id FROM steps s LEFT JOIN texts x ON x.id = s.text_id WHERE s.tx_id = ? ORDER BY s.no")};
+  sqlite3_bind_int64(steps, 1, id);
+  while (sqlite3_step(steps) == SQLITE_ROW) {
+    Step s;
+    s.no = sqlite3_column_int(steps, 0);
+    s.parent = sqlite3_column_int(steps, 1);
+    s.kind = text_of(steps, 2);
+    s.start_offset_ns = sqlite3_column_int64(steps, 3);
+    s.gap_ns = sqlite3_column_int64(steps, 4);
+    s.cpu_ns = sqlite3_column_int64(steps, 5);
+    s.elapsed_ns = sqlite3_column_int64(steps, 6);
+    s.bytes_read = sqlite3_column_int64(steps, 7);
+    s.bytes_written = sqlite3_column_int64(steps, 8);
+    s.text = text_of(steps, 9);
+    s.error = text_of(steps, 10);
+    s.attributes = text_of(steps, 11);
+    s.ref_id = opt_of(steps, 12);
+    s.rows = opt_of(steps, 13);
+    s.fetch_ns = opt_of(steps, 14);
+    s.status = opt_of(steps, 15);
+    s.changes = opt_of(steps, 16);
+    s.callee_tx_id = opt_of(steps, 17);
+    // Depth from the parent chain; a parent must come before its children (guard against bad rows).
+    if (s.parent >= 0 && s.parent < static_cast<int>(p.steps.size()))
+      s.depth = p.steps[static_cast<size_t>(s.parent)].depth + 1;
+    p.steps.push_back(std::move(s));
+  }
+
+  Stmt sums{prepare("SELECT m.kind, x.text, m.count, m.elapsed_ns, m.errors FROM step_summaries m "
+                    "LEFT JOIN texts x ON x.id = m.text_id WHERE m.tx_id = ?")};
+  sqlite3_bind_int64(sums, 1, id);
+  while (sqlite3_step(sums) == SQLITE_ROW)
+    p.summaries.push_back({text_of(sums, 0), text_of(sums, 1), sqlite3_column_int64(sums, 2),
+                           sqlite3_column_int64(sums, 3), sqlite3_column_int64(sums, 4)});
+
+  // The caller: same trace, with an HTTP_CALL whose span id is our parent span (trace_id is indexed).
+  if (p.parent_span_id != 0 && !p.trace_id.empty()) {
+    Stmt caller{prepare("SELECT s.tx_id FROM transactions t JOIN steps s ON s.tx_id = t.id "
+                        "WHERE t.trace_id = ? AND t.id != ? AND s.kind = 'HTTP_CALL' AND s.ref_id = ? LIMIT 1")};
+    sqlite3_bind_text(caller, 1, p.trace_id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(caller, 2, id);
+    sqlite3_bind_int64(caller, 3, p.parent_span_id);
+    if (sqlite3_step(caller) == SQLITE_ROW) p.caller_tx_id = sqlite3_column_int64(caller, 0);
+  }
+  return p;
+}
+
+int64_t Store::count() {
+  Stmt st{prepare("SELECT COUNT(*) FROM transactions")};
+  return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+}
+
+}  // namespace txray::viewer

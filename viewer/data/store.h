@@ -1,0 +1,52 @@
+// Read-only access to a txray store (collector/store/schema.sql), with plain sqlite3: the scatter loads
+// a million rows at open, and sqlite3's column accessors cost a fraction of QtSql's QVariant per value.
+// The connection is opened read-only, so a collector can keep writing to the store in WAL mode.
+//
+// A Store belongs to one thread (the Loader's worker thread in the viewer).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "types.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace txray::viewer {
+
+class Store {
+ public:
+  // Throws std::runtime_error with a readable message when the file is missing or not a txray store.
+  explicit Store(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Up to `limit` transactions with id > after_id, in id order.
+  PointBatch load_points(int64_t after_id, int64_t limit);
+  // The transactions inside `box` whose id lies in [min_id, max_id] (the caller knows that range from its
+  // points; it lets SQLite walk the table by id instead of the end-time index).
+  std::vector<TxSummary> query_box(const Box& box, int64_t min_id, int64_t max_id);
+  // The profile of transaction `id`; nullopt when there is no such transaction.
+  std::optional<Profile> load_profile(int64_t id);
+  int64_t count();
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Dict = std::unordered_map<std::string, int, Hash, std::equal_to<>>;
+  int intern(Dict& dict, std::vector<std::string>& list, const unsigned char* text, int len, int max);
+  sqlite3_stmt* prepare(const char* sql);
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  Dict app_index_, name_index_;
+  std::vector<std::string> apps_, names_;
+};
+
+}  // namespace txray::viewer

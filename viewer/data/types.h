@@ -1,0 +1,83 @@
+// Plain value types the viewer's data layer hands around (no Qt widgets, no SQLite handles).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace txray::viewer {
+
+// One dot of the scatter. app and name index into the dictionaries of PointBatch / PointSet.
+struct TxPoint {
+  int64_t end_ns;      // x: end_unix_ns
+  int64_t elapsed_ns;  // y: response time
+  int64_t id;          // transactions.id
+  uint16_t name;
+  uint8_t app;
+  uint8_t error;       // 1 when the transaction failed (error text, or status >= 500)
+};
+
+// New rows of the transactions table (id > the previous batch's last id), in id order.
+struct PointBatch {
+  std::vector<TxPoint> points;
+  std::vector<std::string> apps;   // the whole dictionary so far (index = TxPoint::app)
+  std::vector<std::string> names;  // the whole dictionary so far (index = TxPoint::name)
+  int64_t last_id = 0;             // max(id) seen so far
+  bool more = false;               // true when the store has more rows to load right now
+};
+
+// A rectangle of the scatter in data coordinates (inclusive bounds).
+struct Box {
+  int64_t t0 = 0, t1 = 0;  // end time, unix ns
+  int64_t e0 = 0, e1 = 0;  // response time, ns
+  bool contains(int64_t t, int64_t e) const { return t >= t0 && t <= t1 && e >= e0 && e <= e1; }
+};
+
+// One row of the transaction list.
+struct TxSummary {
+  int64_t id = 0;
+  int64_t end_ns = 0;
+  std::string app, name;
+  int64_t elapsed_ns = 0, cpu_ns = 0, sql_ns = 0, fetch_ns = 0, call_ns = 0;
+  int status = 0;
+  std::string error;
+  std::string client;
+};
+
+struct Step {
+  int no = 0;
+  int parent = -1;
+  int depth = 0;  // nesting level (0 at the top), from the parent chain
+  std::string kind;
+  int64_t start_offset_ns = 0, gap_ns = 0, cpu_ns = 0, elapsed_ns = 0;
+  int64_t bytes_read = 0, bytes_written = 0;
+  std::string text, error, attributes;
+  std::optional<int64_t> ref_id, rows, fetch_ns, status, changes, callee_tx_id;
+};
+
+struct StepSummaryRow {
+  std::string kind, text;
+  int64_t count = 0, elapsed_ns = 0, errors = 0;
+};
+
+// Everything the profile pane shows for one transaction.
+struct Profile {
+  TxSummary tx;
+  int64_t txid = 0, parent_span_id = 0, start_ns = 0;
+  std::string trace_id, kind, attributes;
+  std::string host, program;
+  int64_t pid = 0, tid = 0;
+  int64_t bytes_read = 0, bytes_written = 0;
+  int sql_count = 0, call_count = 0;
+  std::optional<int64_t> caller_tx_id;  // the transaction whose HTTP_CALL this one served, if linked
+  std::vector<Step> steps;
+  std::vector<StepSummaryRow> summaries;
+};
+
+using PointBatchPtr = std::shared_ptr<const PointBatch>;
+using TxListPtr = std::shared_ptr<const std::vector<TxSummary>>;
+using ProfilePtr = std::shared_ptr<const Profile>;
+
+}  // namespace txray::viewer

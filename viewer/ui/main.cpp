@@ -1,0 +1,87 @@
+// txray-viewer [DB]
+// txray-viewer --screenshot OUT.png [--select-slowest] [--size WxH] DB
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "list_panel.h"
+#include "main_window.h"
+
+using txray::viewer::MainWindow;
+
+namespace {
+
+// Opens DB, waits for all rows, optionally boxes the whole view and opens the slowest transaction's
+// profile, then saves the window to OUT and quits. Exit code 1 when the store cannot be read.
+void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowest) {
+  auto save = [&w, out] {
+    // Let the last layout/paint settle before grabbing.
+    QTimer::singleShot(50, &w, [&w, out] {
+      const bool ok = w.grab().save(out);
+      if (!ok) std::fprintf(stderr, "txray-viewer: cannot write %s\n", qPrintable(out));
+      QApplication::exit(ok ? 0 : 1);
+    });
+  };
+  QObject::connect(&w, &MainWindow::storeFailed, &w, [](const QString& m) {
+    std::fprintf(stderr, "txray-viewer: %s\n", qPrintable(m));
+    QApplication::exit(1);
+  });
+  QObject::connect(&w, &MainWindow::loadFinished, &w, [&w, slowest, save] {
+    if (!slowest || w.points().size() == 0) return save();
+    QObject::connect(&w, &MainWindow::listFilled, &w, [&w, save](int rows) {
+      if (rows == 0) return save();
+      w.list()->selectSlowest();
+    });
+    QObject::connect(&w, &MainWindow::profileShown, &w, [save](qint64) { save(); });
+    w.selectAllInView();
+  });
+  w.openStore(db);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("txray");
+  QApplication::setApplicationName("txray-viewer");
+  QApplication::setApplicationVersion("0.1");
+
+  QCommandLineParser cli;
+  cli.setApplicationDescription("The X-View of a txray store: response-time scatter, transaction list, profile.");
+  cli.addHelpOption();
+  cli.addVersionOption();
+  QCommandLineOption shot("screenshot", "Render the main window on DB to OUT.png and exit.", "OUT.png");
+  QCommandLineOption slowest("select-slowest", "With --screenshot: box the whole view and open the slowest profile.");
+  QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
+  cli.addOptions({shot, slowest, size});
+  cli.addPositionalArgument("DB", "txray store (SQLite file written by `txray collect`).");
+  cli.process(app);
+  const QStringList args = cli.positionalArguments();
+  if (args.size() > 1) {
+    std::fprintf(stderr, "txray-viewer: one store at a time (got %lld)\n", static_cast<long long>(args.size()));
+    return 2;
+  }
+
+  MainWindow w(!cli.isSet(shot));
+  if (cli.isSet(shot)) {
+    if (args.isEmpty()) {
+      std::fprintf(stderr, "txray-viewer: --screenshot needs a DB\n");
+      return 2;
+    }
+    const QStringList wh = cli.value(size).split('x');
+    if (wh.size() != 2 || wh[0].toInt() < 200 || wh[1].toInt() < 200) {
+      std::fprintf(stderr, "txray-viewer: --size wants WxH, e.g. 1600x1000\n");
+      return 2;
+    }
+    w.resize(wh[0].toInt(), wh[1].toInt());
+    w.setAttribute(Qt::WA_DontShowOnScreen);
+    w.show();
+    screenshot(w, args[0], cli.value(shot), cli.isSet(slowest));
+    return app.exec();
+  }
+  w.show();
+  if (!args.isEmpty()) w.openStore(args[0]);
+  return app.exec();
+}

@@ -1,0 +1,318 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPointer>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+
+#include "list_panel.h"
+#include "profile_format.h"
+#include "profile_panel.h"
+#include "scatter_view.h"
+
+#ifdef TXRAY_VIEWER_HAS_REPORT
+#include <fstream>
+#include <thread>
+
+#include "report.h"
+#endif
+
+namespace txray::viewer {
+
+namespace {
+constexpr int kMaxRecent = 8;
+}
+
+MainWindow::MainWindow(bool restore_settings, QWidget* parent)
+    : QMainWindow(parent),
+      session_(new StoreSession(this)),
+      scatter_(new ScatterView(&points_, this)),
+      list_(new ListPanel(this)),
+      profile_(new ProfilePanel(this)),
+      vsplit_(new QSplitter(Qt::Vertical, this)),
+      hsplit_(new QSplitter(Qt::Horizontal, this)),
+      status_(new QLabel(this)) {
+  setWindowTitle(tr("txray viewer"));
+  scatter_->setObjectName("scatter");
+  hsplit_->addWidget(list_);
+  hsplit_->addWidget(profile_);
+  hsplit_->setStretchFactor(0, 1);
+  hsplit_->setStretchFactor(1, 1);
+  vsplit_->addWidget(scatter_);
+  vsplit_->addWidget(hsplit_);
+  vsplit_->setStretchFactor(0, 2);
+  vsplit_->setStretchFactor(1, 3);
+  setCentralWidget(vsplit_);
+  statusBar()->addWidget(status_, 1);
+  buildMenus();
+
+  connect(session_, &StoreSession::opened, this, [this](const QString& path, qint64 n) {
+    status_->setText(tr("Loading %1 transactions from %2…").arg(n).arg(path));
+  });
+  connect(session_, &StoreSession::failed, this, [this](const QString& message) {
+    status_->setText(message);
+    emit storeFailed(message);
+  });
+  connect(session_, &StoreSession::pointsLoaded, this, [this](const PointBatchPtr& batch) {
+    points_.append(*batch);
+    scatter_->pointsChanged();
+    emit pointsAdded(static_cast<qint64>(points_.size()));
+  });
+  connect(session_, &StoreSession::pollFinished, this, [this] {
+    if (!first_load_done_) {
+      first_load_done_ = true;
+      // A saved store (its newest row older than the live window): show all of it, paused.
+      const int64_t now = QDateTime::currentMSecsSinceEpoch() * 1000000;
+      if (scatter_->live() && points_.size() && points_.max_end() < now - scatter_->liveWindow()) scatter_->fitAll();
+      emit loadFinished();
+    }
+    updateStatus();
+  });
+  connect(session_, &StoreSession::boxLoaded, this, [this](int request, const TxListPtr& rows) {
+    if (request != box_request_) return;  // a newer box was drawn meanwhile
+    list_->setRows(rows, points_.apps());
+    updateStatus();
+    emit listFilled(list_->model()->rowCount());
+  });
+  connect(session_, &StoreSession::profileLoaded, this, [this](int request, const ProfilePtr& p) {
+    if (request != profile_request_) return;
+    profile_->setProfile(p);
+    shown_id_ = p ? p->tx.id : 0;
+    updateStatus();
+    emit profileShown(shown_id_);
+  });
+
+  connect(scatter_, &ScatterView::boxSelected, this, &MainWindow::onBox);
+  connect(scatter_, &ScatterView::pointClicked, this, [this](qint64 id) { openProfile(id, true); });
+  connect(scatter_, &ScatterView::viewChanged, this, &MainWindow::updateStatus);
+  connect(list_, &ListPanel::transactionSelected, this, [this](qint64 id) { openProfile(id, true); });
+  connect(profile_, &ProfilePanel::openTransaction, this, [this](qint64 id) { openProfile(id, true); });
+  connect(profile_, &ProfilePanel::backRequested, this, [this] {
+    if (history_.size() < 2) return;
+    history_.pop_back();
+    openProfile(history_.back(), false);
+  });
+
+  poll_timer_.setInterval(500);
+  connect(&poll_timer_, &QTimer::timeout, this, [this] {
+    if (!path_.isEmpty() && first_load_done_) session_->poll();
+  });
+
+  resize(1500, 950);
+  vsplit_->setSizes({380, 570});
+  hsplit_->setSizes({640, 860});
+  if (!restore_settings) {
+    updateStatus();
+    return;
+  }
+  QSettings s;
+  restoreGeometry(s.value("window/geometry").toByteArray());
+  restoreState(s.value("window/state").toByteArray());
+  vsplit_->restoreState(s.value("window/vsplit").toByteArray());
+  hsplit_->restoreState(s.value("window/hsplit").toByteArray());
+  scatter_->setLiveWindow(s.value("view/liveWindowMinutes", 15).toLongLong() * 60000000000LL);
+  scatter_->setLogScale(s.value("view/logScale", false).toBool());
+  scatter_->setColorByApp(s.value("view/colorByApp", false).toBool());
+  updateStatus();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  s.setValue("window/vsplit", vsplit_->saveState());
+  s.setValue("window/hsplit", hsplit_->saveState());
+  s.setValue("view/liveWindowMinutes", scatter_->liveWindow() / 60000000000LL);
+  s.setValue("view/logScale", scatter_->logScale());
+  s.setValue("view/colorByApp", scatter_->colorByApp());
+  e->accept();
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open store…"), QKeySequence::Open, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open txray store"), QFileInfo(path_).path(),
+                                                      tr("txray stores (*.db *.sqlite *.sqlite3);;All files (*)"));
+    if (!path.isEmpty()) openStore(path);
+  });
+  recent_menu_ = file->addMenu(tr("Open &recent"));
+  updateRecentMenu();
+#ifdef TXRAY_VIEWER_HAS_REPORT
+  file->addAction(tr("&Export report…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportReport);
+#endif
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addAction(tr("&Copy profile"), QKeySequence(tr("Ctrl+Shift+C")), profile_, &ProfilePanel::copyToClipboard);
+  edit->addAction(tr("Select &all dots in view"), QKeySequence(tr("Ctrl+A")), this, &MainWindow::selectAllInView);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* live = view->addAction(tr("&Live"));
+  live->setCheckable(true);
+  live->setChecked(scatter_->live());
+  live->setShortcut(QKeySequence(Qt::Key_F5));
+  connect(live, &QAction::toggled, scatter_, &ScatterView::setLive);
+  connect(scatter_, &ScatterView::liveChanged, live, &QAction::setChecked);
+  auto* windows = new QActionGroup(this);
+  for (int minutes : {5, 15, 60}) {
+    QAction* a = view->addAction(tr("Live window: last %1 minutes").arg(minutes));
+    a->setCheckable(true);
+    a->setShortcut(QKeySequence(minutes == 5 ? tr("Alt+1") : minutes == 15 ? tr("Alt+2") : tr("Alt+3")));
+    windows->addAction(a);
+    connect(a, &QAction::triggered, this, [this, minutes] {
+      scatter_->setLiveWindow(minutes * 60000000000LL);
+      scatter_->setLive(true);
+    });
+    connect(scatter_, &ScatterView::viewChanged, a, [this, a, minutes] {
+      a->setChecked(scatter_->liveWindow() == minutes * 60000000000LL);
+    });
+  }
+  view->addSeparator();
+  QAction* log = view->addAction(tr("&Log scale"));
+  log->setCheckable(true);
+  log->setShortcut(QKeySequence(tr("Ctrl+L")));
+  connect(log, &QAction::toggled, scatter_, &ScatterView::setLogScale);
+  connect(scatter_, &ScatterView::viewChanged, log, [this, log] { log->setChecked(scatter_->logScale()); });
+  QAction* apps = view->addAction(tr("Colour by &application"));
+  apps->setCheckable(true);
+  apps->setShortcut(QKeySequence(tr("Ctrl+P")));
+  connect(apps, &QAction::toggled, scatter_, &ScatterView::setColorByApp);
+  view->addAction(tr("&Fit all"), QKeySequence(Qt::Key_Home), scatter_, &ScatterView::fitAll);
+  view->addAction(tr("Zoom &in"), QKeySequence::ZoomIn, this, [this] { scatter_->zoom(0.5); });
+  view->addAction(tr("Zoom &out"), QKeySequence::ZoomOut, this, [this] { scatter_->zoom(2.0); });
+
+  QMenu* go = menuBar()->addMenu(tr("&Go"));
+  go->addAction(tr("&Back"), QKeySequence::Back, profile_, &ProfilePanel::backRequested);
+  go->addAction(tr("&Slowest in list"), QKeySequence(tr("Ctrl+S")), list_, &ListPanel::selectSlowest);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About"), this, [this] {
+    QMessageBox::about(this, tr("txray viewer"),
+                       tr("<b>txray viewer</b><p>The X-View of a txray store: response-time scatter, "
+                          "transaction list, step profile.</p><p>Left drag: select a box. Click a dot: its "
+                          "profile. Wheel: zoom time (Ctrl+wheel: response time). Right drag: pan.</p>"));
+  });
+}
+
+void MainWindow::updateRecentMenu() {
+  recent_menu_->clear();
+  const QStringList recent = QSettings().value("recentFiles").toStringList();
+  for (const QString& p : recent) recent_menu_->addAction(p, this, [this, p] { openStore(p); });
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings s;
+  QStringList recent = s.value("recentFiles").toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  s.setValue("recentFiles", recent);
+  updateRecentMenu();
+}
+
+void MainWindow::openStore(const QString& path) {
+  path_ = QFileInfo(path).absoluteFilePath();
+  setWindowTitle(tr("%1 - txray viewer").arg(QFileInfo(path).fileName()));
+  points_.clear();
+  first_load_done_ = false;
+  box_count_ = 0;
+  history_.clear();
+  scatter_->setSelection(std::nullopt);
+  scatter_->pointsChanged();
+  list_->setRows(nullptr, {});
+  profile_->setProfile(nullptr);
+  addRecent(path_);
+  session_->open(path_);
+  poll_timer_.start();
+}
+
+void MainWindow::selectAllInView() {
+  scatter_->ensureUpToDate();
+  const QRect p = scatter_->plotRect();
+  const Box box = scatter_->boxFromPixels(p);
+  scatter_->setSelection(box);
+  onBox(box);
+}
+
+void MainWindow::onBox(const Box& box) {
+  const BoxStats stats = points_.box_stats(box);
+  box_count_ = stats.count;
+  if (stats.count == 0) {
+    box_request_ = 0;
+    list_->setRows(std::make_shared<const std::vector<TxSummary>>(), points_.apps());
+    updateStatus();
+    emit listFilled(0);
+    return;
+  }
+  box_request_ = session_->queryBox(box, stats.min_id, stats.max_id);
+  status_->setText(tr("Loading %1 transactions…").arg(stats.count));
+}
+
+void MainWindow::openProfile(qint64 id, bool remember) {
+  if (id == shown_id_ && profile_->model()->profile()) return;
+  if (remember && (history_.empty() || history_.back() != id)) history_.push_back(id);
+  profile_request_ = session_->loadProfile(id);
+}
+
+QString MainWindow::statusText() const { return status_->text(); }
+
+void MainWindow::updateStatus() {
+  QString s = tr("%L1 transactions").arg(points_.size());
+  s += tr("  ·  %1").arg(scatter_->describe());
+  if (scatter_->selection()) s += tr("  ·  box: %L1 dots, list: %L2 rows").arg(box_count_).arg(list_->model()->rowCount());
+  if (const auto& p = profile_->model()->profile())
+    s += tr("  ·  selected #%1 %2 %3, %4 ms")
+             .arg(p->tx.id)
+             .arg(QString::fromStdString(p->tx.app), QString::fromStdString(p->tx.name),
+                  QString::fromStdString(format_ms(p->tx.elapsed_ns)));
+  status_->setText(s);
+}
+
+void MainWindow::exportReport() {
+#ifdef TXRAY_VIEWER_HAS_REPORT
+  if (path_.isEmpty()) return;
+  const QString out = QFileDialog::getSaveFileName(this, tr("Export report"), QFileInfo(path_).path() + "/report.html",
+                                                   tr("HTML (*.html);;Markdown (*.md);;JSON (*.json)"));
+  if (out.isEmpty()) return;
+  // The report covers the box on the scatter (its time range and minimum response time) and the list's
+  // application filter, or the whole store when there is no box.
+  report::Options opt;
+  opt.db = path_.toStdString();
+  const QString suffix = QFileInfo(out).suffix().toLower();
+  opt.format = suffix == "md" ? "md" : suffix == "json" ? "json" : "html";
+  if (const auto& box = scatter_->selection()) {
+    opt.since_unix_ns = box->t0;
+    opt.until_unix_ns = box->t1;
+    opt.min_ms = static_cast<double>(box->e0) / 1e6;
+  }
+  opt.app = list_->model()->filter().app;
+  status_->setText(tr("Writing report %1…").arg(out));
+  // A report over a million rows takes seconds: write it off the UI thread, report back by a queued call.
+  QPointer<QLabel> status = status_;  // the window may be closed before the report is done
+  std::thread([status, opt, out] {
+    std::ofstream file(out.toStdString());
+    std::string error = file ? report::write_report(opt, file) : "cannot write " + out.toStdString();
+    QMetaObject::invokeMethod(qApp, [status, out, error] {
+      if (status) status->setText(error.empty() ? tr("Report written to %1").arg(out) : QString::fromStdString(error));
+    }, Qt::QueuedConnection);
+  }).detach();
+#endif
+}
+
+}  // namespace txray::viewer

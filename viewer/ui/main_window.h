@@ -1,0 +1,82 @@
+// The viewer's main window: scatter on top; transaction list and profile below. Owns the StoreSession
+// (worker thread) and the PointSet; wires them to the widgets, menus, status bar and QSettings.
+#pragma once
+
+#include <QMainWindow>
+#include <QTimer>
+
+#include <vector>
+
+#include "loader.h"
+#include "point_set.h"
+
+class QLabel;
+class QMenu;
+class QSplitter;
+class QActionGroup;
+
+namespace txray::viewer {
+
+class ListPanel;
+class ProfilePanel;
+class ScatterView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  // restore_settings = false: ignore the saved window state (screenshots and tests look the same everywhere).
+  explicit MainWindow(bool restore_settings = true, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void openStore(const QString& path);
+  // Selects every dot of the current view as the box (Edit > Select all in view).
+  void selectAllInView();
+
+  ScatterView* scatter() const { return scatter_; }
+  ListPanel* list() const { return list_; }
+  ProfilePanel* profile() const { return profile_; }
+  const PointSet& points() const { return points_; }
+  StoreSession* session() const { return session_; }
+  QString storePath() const { return path_; }
+  QString statusText() const;
+  // Poll interval for new rows (live mode); default 500 ms.
+  void setPollInterval(int ms) { poll_timer_.setInterval(ms); }
+
+ signals:
+  void loadFinished();            // the first load of a store completed (all rows then present)
+  void pointsAdded(qint64 total); // a batch of rows was merged into the scatter
+  void listFilled(int rows);      // the list shows the result of the latest box
+  void profileShown(qint64 id);   // the profile pane shows transaction id
+  void storeFailed(const QString& message);
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  void buildMenus();
+  void openProfile(qint64 id, bool remember);
+  void onBox(const Box& box);
+  void updateStatus();
+  void updateRecentMenu();
+  void addRecent(const QString& path);
+  void exportReport();
+
+  StoreSession* session_;
+  PointSet points_;
+  ScatterView* scatter_;
+  ListPanel* list_;
+  ProfilePanel* profile_;
+  QSplitter* vsplit_;
+  QSplitter* hsplit_;
+  QLabel* status_;
+  QMenu* recent_menu_ = nullptr;
+  QTimer poll_timer_;
+  QString path_;
+  bool first_load_done_ = false;
+  int box_request_ = 0, profile_request_ = 0;
+  int64_t box_count_ = 0;
+  qint64 shown_id_ = 0;
+  std::vector<qint64> history_;
+};
+
+}  // namespace txray::viewer
