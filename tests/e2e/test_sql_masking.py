@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from pgserver import PSQL, PgServer  # noqa: E402
-from txraytest import PYTHON, Collector, TxrayTestCase, agent_env, wait_transactions  # noqa: E402
+from txraytest import PYTHON, Collector, TxrayTestCase, agent_env, show_json, wait_transactions  # noqa: E402
 
 SQLITE_CORPUS = r"""
 CREATE TABLE c(id INTEGER PRIMARY KEY, s TEXT, n REAL, b BLOB);
@@ -99,6 +99,7 @@ class Masking(TxrayTestCase):
             r = subprocess.run([PYTHON, os.path.join(workdir, "binds.py")], env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual((r.returncode, r.stdout), (0, "4\n"), r.stderr)
             wait_transactions(col.db, 3)
+        self.db = col.db
         return store_text(col.db)
 
     def test_default_mask_leaves_no_literal_in_the_store(self):
@@ -112,6 +113,17 @@ class Masking(TxrayTestCase):
         text = self.run_corpus("raw")
         for s in ("zqxv''quoted''one", "918273645", "DEADBEEF", "$$zqxv dollar", "zqxv bound text", "918273649"):
             self.assertIn(s, text)
+
+    def test_off_mode_keeps_fingerprints_only(self):
+        text = self.run_corpus("off")
+        self.assertNotIn("INSERT INTO", text)
+        self.assertEqual([v for v in SECRETS if v in text], [])
+        sql = [s for tx in show_json(self.db, "--last", "10") for s in tx["steps"] if s["kind"] == "SQL"]
+        self.assertGreaterEqual(len(sql), 8 + 9 + 4)  # every statement of the three clients is a row
+        for s in sql:
+            self.assertEqual(s["text"], "")
+            self.assertRegex(s["fingerprint"], "^[0-9a-f]{16}$")
+            self.assertNotIn("binds", s.get("attributes") or {})
 
 
 if __name__ == "__main__":
