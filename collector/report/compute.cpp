@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "breakdown.h"
@@ -230,21 +232,36 @@ std::string compute_report(const Options& opt, Report& r) {
     check_store(db);
     // One read transaction: every section sees the same snapshot while the collector keeps writing.
     Stmt(db, "BEGIN").step();
+    // TXRAY_REPORT_TIMING=1 prints the time of each phase on stderr (for bench/report).
+    const bool timing = std::getenv("TXRAY_REPORT_TIMING") != nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    auto phase = [&](const char* what) {
+      if (!timing) return;
+      auto t1 = std::chrono::steady_clock::now();
+      std::fprintf(stderr, "txray report: %-10s %8.3f s\n", what, std::chrono::duration<double>(t1 - t0).count());
+      t0 = t1;
+    };
     Selection sel = select_transactions(db, opt);
+    phase("select");
     r.db = opt.db;
     r.filters = sel.filters;
     r.repeat_threshold = opt.repeat_threshold;
     r.generated_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count();
     compute_summary(db, sel, r.summary);
+    phase("summary");
     compute_names(sel, opt.top, r);
+    phase("names");
     compute_slowest(db, sel, opt.top, r);
+    phase("slowest");
     compute_step_groups(db, opt, sel, r);
+    phase("steps");
     std::vector<int64_t> elapsed;
     elapsed.reserve(sel.txs.size());
     for (const auto& t : sel.txs) elapsed.push_back(t.elapsed);
     r.histogram = histogram(elapsed);
     compute_scatter(sel, r.scatter);
+    phase("histogram");
     Stmt(db, "COMMIT").step();
   } catch (const std::exception& e) {
     return e.what();
