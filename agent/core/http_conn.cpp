@@ -73,12 +73,10 @@ void HttpConn::try_begin() {
     else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));
     else req_body.reset(http::BodyFramer::Mode::none);
     // What followed the head in the same read: this request's body, then possibly the next request.
-    std::string rest = buf.substr(end);
-    buf.clear();
-    scanned = 0;
-    size_t used = req_body.feed(rest.data(), rest.size());
+    size_t used = req_body.feed(buf.data() + end, buf.size() - end);
     tx->bytes_read += used;
-    buf.assign(rest, used);
+    buf.erase(0, end + used);
+    scanned = 0;
   }
 }
 

@@ -52,7 +52,7 @@ uint64_t next() {
 }
 
 void trace_id(uint8_t out[16]) {
-  uint64_t a = next(), b = next();
+  uint64_t a = next(), b = splitmix64(a ^ g_seed.load(std::memory_order_relaxed) ^ 0x5bd1e995ull);
   for (int i = 0; i < 8; ++i) {
     out[i] = uint8_t(a >> (56 - 8 * i));
     out[8 + i] = uint8_t(b >> (56 - 8 * i));

@@ -109,6 +109,21 @@ uint64_t elapsed(const StepRef& s) {
   return e;
 }
 
+void add_rows(const StepRef& s, StepKind kind, uint64_t fingerprint, int64_t rows) {
+  if (!s.tx || s.tx != current() || rows <= 0) return;
+  Section sec(s.tx);
+  if (!sec) return;
+  if (Step* step = lookup(s)) {
+    step->rows = (step->rows < 0 ? 0 : step->rows) + rows;
+    return;
+  }
+  for (auto& x : s.tx->summary)
+    if (x.kind == kind && x.fingerprint == fingerprint) {
+      x.rows += rows;
+      return;
+    }
+}
+
 void set_text(const StepRef& s, std::string_view text) {
   with_step(s, [&](Step& st) { st.text.assign(text.substr(0, kMaxText)); });
 }

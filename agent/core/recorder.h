@@ -112,6 +112,11 @@ void set_elapsed(const StepRef& s, uint64_t elapsed_ns);          // override wh
 // Elapsed time of a closed step (0 while it is open or when the ref is empty).
 uint64_t elapsed(const StepRef& s);
 
+// Adds rows to a step after it was closed (SQL rows fetched after the step's call returned): to the
+// step while it is a row, or, when it was folded past the step limit, to the summary line of its kind
+// and fingerprint. Does nothing for rows <= 0 or when the step's transaction is not current.
+void add_rows(const StepRef& s, StepKind kind, uint64_t fingerprint, int64_t rows);
+
 // Adds to the transaction's totals (SQL/fetch/call time and counts).
 void add_totals(Transaction* tx, const Totals& t);
 

@@ -55,6 +55,7 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
     s->bytes_read.store(0, std::memory_order_relaxed);
     s->bytes_written.store(0, std::memory_order_relaxed);
     s->kind.store(FdKind::outbound, std::memory_order_release);
+    http_out::on_connect(s, addr, port);
     if (Transaction* t = rec::current()) {
       ref = rec::open(t, StepKind::SOCKET);
       if (ref) {
@@ -189,6 +190,7 @@ void on_close(int fd, int so_error) {
       }
     }
   }
+  if (k == FdKind::outbound) http_out::on_close(s);  // ends a call still waiting for its response
   if (k == FdKind::inbound) {
     if (HttpConn* c = conn_of(s)) c->on_close();
   } else if (Transaction* t = rec::current()) {

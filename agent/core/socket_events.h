@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "fd_table.h"
+#include "http_out.h"
 #include "recorder.h"
 
 namespace txray::sock {
@@ -40,6 +41,7 @@ inline void on_read(int fd, const void* p, size_t n) {
   s->add_read(n);
   if (k == FdKind::inbound) inbound_read(s, static_cast<const char*>(p), n);
   else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
+  if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_received(s, static_cast<const char*>(p), n);
 }
 inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
   FdSlot* s = fds::peek(fd);
@@ -49,6 +51,7 @@ inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
   s->add_read(n);
   if (k == FdKind::inbound) inbound_readv(s, iov, cnt, n);
   else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
+  if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_receivedv(s, iov, cnt, n);
 }
 // `n` bytes of p were written to fd (n > 0).
 inline void on_write(int fd, const void* p, size_t n) {
@@ -59,6 +62,7 @@ inline void on_write(int fd, const void* p, size_t n) {
   s->add_written(n);
   if (k == FdKind::inbound) inbound_write(s, static_cast<const char*>(p), n);
   else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
+  if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_sent(s, static_cast<const char*>(p), n);
 }
 inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
   FdSlot* s = fds::peek(fd);
@@ -68,6 +72,7 @@ inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
   s->add_written(n);
   if (k == FdKind::inbound) inbound_writev(s, iov, cnt, n);
   else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
+  if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_sentv(s, iov, cnt, n);
 }
 // sendfile: n bytes whose contents the agent does not see.
 inline void on_write_opaque(int fd, uint64_t n) {
@@ -77,6 +82,18 @@ inline void on_write_opaque(int fd, uint64_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_written(n);
   if (k == FdKind::inbound) inbound_write_opaque(s, n);
+}
+
+// A read on fd returned 0 (end of stream): ends an outbound HTTP response that lasts until close.
+inline void on_eof(int fd) {
+  FdSlot* s = fds::peek(fd);
+  if (s && s->kind.load(std::memory_order_relaxed) == FdKind::outbound && http_out::has_client(s)) http_out::on_eof(s);
+}
+// The slot of an outbound socket that has HTTP client state (for the write hooks, which may have to
+// insert a traceparent header: http_out::write_through), else nullptr.
+inline FdSlot* outbound_http(int fd) {
+  FdSlot* s = fds::peek(fd);
+  return (s && s->kind.load(std::memory_order_relaxed) == FdKind::outbound && http_out::has_client(s)) ? s : nullptr;
 }
 
 // shutdown(fd, how): SHUT_WR/SHUT_RDWR on an inbound connection ends an until-close response.

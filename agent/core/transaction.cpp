@@ -35,7 +35,7 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   t->tid = this_tid();
   t->max_rows = config().max_steps < 3 ? 3 : config().max_steps;
   t->start_unix_ns = clock::unix_ns();
-  t->steps.reserve(8);
+  t->steps.reserve(4);  // START, END and a couple of steps without reallocating
   rows::start(t);
   return t;
 }

@@ -18,15 +18,18 @@ namespace fds = txray::fds;
 // program's tracked sockets happens first (SOCKET_CLOSE rows, unfinished responses).
 int close_range_keeping_agent(unsigned first, unsigned last, int flags,
                               int (*real)(unsigned, unsigned, int)) {
+  // A vfork()/posix_spawn child shares the parent's memory but has its own descriptor table: it may
+  // close anything, and must not touch the agent's state.
+  if (!txray::hooks::in_this_process()) return real(first, last, flags);
   std::vector<unsigned> agent_fds;
-  bool host = txray::host_thread_enabled() && txray::hooks::in_this_process();
+  bool host = txray::host_thread_enabled();
   unsigned top = last > unsigned(INT_MAX) ? unsigned(INT_MAX) : last;
   fds::for_each_used(int(first > unsigned(INT_MAX) ? INT_MAX : first), int(top), [&](int fd, txray::FdSlot& s) {
     FdKind k = s.kind.load(std::memory_order_relaxed);
     if (k == FdKind::agent) agent_fds.push_back(unsigned(fd));
     else if (host && !(flags & CLOSE_RANGE_CLOEXEC)) txray::sock::on_close(fd);
   });
-  if (agent_fds.empty() || !host) return real(first, last, flags);
+  if (agent_fds.empty() || txray::hooks::t_kind == txray::ThreadKind::agent) return real(first, last, flags);
   int rc = 0, err = 0;
   unsigned from = first;
   for (unsigned a : agent_fds) {

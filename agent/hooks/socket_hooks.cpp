@@ -80,6 +80,34 @@ void note_accept(int fd, const sockaddr* addr, const socklen_t* len) {
   errno = saved;
 }
 
+// The real writev / sendmsg for http_out::write_through (ctx: nullptr, or the program's send flags).
+ssize_t real_gather_write(int fd, const iovec* iov, int cnt, void* ctx) {
+  if (!ctx) {
+    auto real = TXRAY_REAL(writev, nullptr);
+    if (!real) { errno = ENOSYS; return -1; }
+    return real(fd, iov, cnt);
+  }
+  auto real = TXRAY_REAL(sendmsg, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = size_t(cnt);
+  return real(fd, &m, *static_cast<int*>(ctx));
+}
+
+// A write on an outbound socket that carries HTTP goes through http_out, which may insert a traceparent
+// header and then reports the program's own byte count in *r. False: make the plain call.
+inline bool http_write(int fd, const iovec* iov, int cnt, int* flags, ssize_t* r) {
+  txray::FdSlot* s = sock::outbound_http(fd);
+  if (__builtin_expect(s == nullptr, 1) || !txray::host_thread_enabled()) return false;
+  if (!txray::http_out::write_through(s, fd, iov, cnt, real_gather_write, flags, r)) return false;
+  if (*r > 0 && s->connecting.load(std::memory_order_relaxed)) {
+    txray::SaveErrno keep;
+    sock::connect_completed(s);
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -135,6 +163,7 @@ ssize_t read(int fd, void* buf, size_t n) {
   if (!real) { errno = ENOSYS; return -1; }
   ssize_t r = real(fd, buf, n);
   if (r > 0 && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
+  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
   return r;
 }
 
@@ -144,6 +173,7 @@ ssize_t recv(int fd, void* buf, size_t n, int flags) {
   ssize_t r = real(fd, buf, n, flags);
   // MSG_PEEK leaves the bytes in the socket: they are counted when really read.
   if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
+  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
   return r;
 }
 
@@ -152,6 +182,7 @@ ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen
   if (!real) { errno = ENOSYS; return -1; }
   ssize_t r = real(fd, buf, n, flags, addr, len);
   if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
+  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
   return r;
 }
 
@@ -175,6 +206,8 @@ ssize_t readv(int fd, const iovec* iov, int cnt) {
 ssize_t write(int fd, const void* buf, size_t n) {
   auto real = TXRAY_REAL(write, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  iovec v{const_cast<void*>(buf), n};
+  if (ssize_t hr; http_write(fd, &v, 1, nullptr, &hr)) return hr;
   ssize_t r = real(fd, buf, n);
   if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
   return r;
@@ -183,6 +216,8 @@ ssize_t write(int fd, const void* buf, size_t n) {
 ssize_t send(int fd, const void* buf, size_t n, int flags) {
   auto real = TXRAY_REAL(send, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  iovec v{const_cast<void*>(buf), n};
+  if (ssize_t hr; http_write(fd, &v, 1, &flags, &hr)) return hr;
   ssize_t r = real(fd, buf, n, flags);
   if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
   return r;
@@ -191,6 +226,8 @@ ssize_t send(int fd, const void* buf, size_t n, int flags) {
 ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
   auto real = TXRAY_REAL(sendto, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  iovec v{const_cast<void*>(buf), n};
+  if (ssize_t hr; !addr && http_write(fd, &v, 1, &flags, &hr)) return hr;
   ssize_t r = real(fd, buf, n, flags, addr, len);
   if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
   return r;
@@ -199,6 +236,8 @@ ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* add
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   auto real = TXRAY_REAL(sendmsg, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  if (ssize_t hr; !msg->msg_name && !msg->msg_controllen &&
+                  http_write(fd, msg->msg_iov, int(msg->msg_iovlen), &flags, &hr)) return hr;
   ssize_t r = real(fd, msg, flags);
   if (r > 0 && txray::host_thread_enabled()) sock::on_writev(fd, msg->msg_iov, int(msg->msg_iovlen), size_t(r));
   return r;
@@ -207,6 +246,7 @@ ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 ssize_t writev(int fd, const iovec* iov, int cnt) {
   auto real = TXRAY_REAL(writev, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  if (ssize_t hr; http_write(fd, iov, cnt, nullptr, &hr)) return hr;
   ssize_t r = real(fd, iov, cnt);
   if (r > 0 && txray::host_thread_enabled()) sock::on_writev(fd, iov, cnt, size_t(r));
   return r;
@@ -262,7 +302,9 @@ int close(int fd) {
   FdKind k = fds::kind_of(fd);
   if (__builtin_expect(k == FdKind::none, 1)) return real(fd);
   if (k == FdKind::agent) {
-    if (!is_agent_thread()) return 0;  // the program cannot close the agent's descriptor (PITFALLS 4, 12)
+    // The program cannot close the agent's descriptor (PITFALLS 4, 12); a vfork child can (it has a
+    // descriptor table of its own).
+    if (!is_agent_thread()) return txray::hooks::in_this_process() ? 0 : real(fd);
     if (auto* s = fds::peek(fd)) s->kind.store(FdKind::none, std::memory_order_relaxed);
     return real(fd);
   }

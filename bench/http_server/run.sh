@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # A sample HTTP server at saturation, bare vs under the agent, alternating in one run (target: the agent
-# keeps >= 97% of bare throughput). Server: txray-burner serve with no back-end and no CPU burn (one
-# thread per keep-alive connection, samples/common/http). Load: txray-bench-loadgen, CONNS keep-alive
-# connections for SECONDS per run. Under the agent every request is a transaction (START/END rows,
-# both clocks), queued, encoded and sent over ZeroMQ to a PULL sink in the load generator.
-# Usage: bench/http_server/run.sh BUILD_DIR   (env: ROUNDS=5 SECONDS_PER_RUN=3 CONNS=4)
+# keeps >= 97% of bare throughput). Server: txray-burner serve with no back-end (one thread per
+# keep-alive connection, samples/common/http), with BURN_US microseconds of CPU work per request:
+#   0   an empty handler (~8 us of CPU per request, nearly all of it the kernel's TCP): the worst case,
+#       where every nanosecond the agent adds shows;
+#   100 a handler doing 100 us of work, a small but real API endpoint.
+# Load: txray-bench-loadgen, CONNS keep-alive connections for SECONDS_PER_RUN per run. Under the agent
+# every request is a transaction (START/END rows, both clocks), queued, encoded and sent over ZeroMQ to
+# a PULL sink in the load generator. Throughput on this shared 2-core machine follows the neighbours'
+# load, so the server's own CPU time per request (all its threads, the agent's included) is printed too.
+# Usage: bench/http_server/run.sh BUILD_DIR   (env: ROUNDS=5 SECONDS_PER_RUN=3 CONNS=4 BURN_US="0 100")
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 SERVER=$BUILD/bin/txray-burner
@@ -13,6 +18,7 @@ AGENT=$BUILD/lib/libtxray-agent.so
 ROUNDS=${ROUNDS:-5}
 SECS=${SECONDS_PER_RUN:-3}
 CONNS=${CONNS:-4}
+BURN_LIST=${BURN_US:-0 100}
 WORK=$(mktemp -d)
 SERVER_PID=
 cleanup() {
@@ -25,9 +31,9 @@ start_server() {  # $1 = bare|agent; sets SERVER_PID and PORT
   : >"$WORK/server.out"
   if [ "$1" = agent ]; then
     LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/sink.sock" TXRAY_APP=bench-http \
-      "$SERVER" serve --listen 127.0.0.1:0 --backend none --burn-ms 0 >"$WORK/server.out" & SERVER_PID=$!
+      "$SERVER" serve --listen 127.0.0.1:0 --backend none --burn-us "$BURN" >"$WORK/server.out" & SERVER_PID=$!
   else
-    "$SERVER" serve --listen 127.0.0.1:0 --backend none --burn-ms 0 >"$WORK/server.out" & SERVER_PID=$!
+    "$SERVER" serve --listen 127.0.0.1:0 --backend none --burn-us "$BURN" >"$WORK/server.out" & SERVER_PID=$!
   fi
   for _ in $(seq 100); do
     PORT=$(awk '/listening on/ {print $NF}' "$WORK/server.out")
@@ -49,21 +55,23 @@ run_one() {  # $1 = bare|agent; prints "rps server-cpu-us-per-request"
   echo "$1: $out" | tr '\n' ' ' >>"$WORK/log"; echo >>"$WORK/log"
 }
 
-bare=(); agent=(); bare_cpu=(); agent_cpu=()
-for r in $(seq "$ROUNDS"); do
-  read -r rps cpu <<<"$(run_one bare)"; bare+=("$rps"); bare_cpu+=("$cpu")
-  read -r rps cpu <<<"$(run_one agent)"; agent+=("$rps"); agent_cpu+=("$cpu")
+for BURN in $BURN_LIST; do
+  bare=(); agent=(); bare_cpu=(); agent_cpu=()
+  for r in $(seq "$ROUNDS"); do
+    read -r rps cpu <<<"$(run_one bare)"; bare+=("$rps"); bare_cpu+=("$cpu")
+    read -r rps cpu <<<"$(run_one agent)"; agent+=("$rps"); agent_cpu+=("$cpu")
+  done
+  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+  mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
+  mbc=$(median "${bare_cpu[@]}"); mac=$(median "${agent_cpu[@]}")
+  echo "http_server: txray-burner (no back-end, $BURN us of CPU per request), $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating"
+  echo "  bare  req/s: ${bare[*]}"
+  echo "  agent req/s: ${agent[*]}"
+  echo "  bare  server CPU us/request: ${bare_cpu[*]}"
+  echo "  agent server CPU us/request: ${agent_cpu[*]}"
+  printf '  median bare %s req/s, agent %s req/s: agent keeps %s%% of bare throughput (target >= 97%%)\n' \
+    "$mb" "$ma" "$(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.1f", 100 * a / b}')"
+  printf '  median server CPU per request: bare %s us, agent %s us (agent adds %s us, all its threads included)\n' \
+    "$mbc" "$mac" "$(awk -v a="$mac" -v b="$mbc" 'BEGIN {printf "%.1f", a - b}')"
+  grep -h "sink messages" "$WORK/log" | tail -1 | sed 's/^/  last agent run: /' || true
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
-mbc=$(median "${bare_cpu[@]}"); mac=$(median "${agent_cpu[@]}")
-echo "http_server: txray-burner (no back-end, no burn), $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating"
-echo "  bare  req/s: ${bare[*]}"
-echo "  agent req/s: ${agent[*]}"
-echo "  bare  server CPU us/request: ${bare_cpu[*]}"
-echo "  agent server CPU us/request: ${agent_cpu[*]}"
-printf '  median bare %s req/s, agent %s req/s: agent keeps %s%% of bare throughput (target >= 97%%)\n' \
-  "$mb" "$ma" "$(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.1f", 100 * a / b}')"
-printf '  median server CPU per request: bare %s us, agent %s us (agent adds %s us, all its threads included)\n' \
-  "$mbc" "$mac" "$(awk -v a="$mac" -v b="$mbc" 'BEGIN {printf "%.1f", a - b}')"
-grep -h "sink messages" "$WORK/log" | tail -1 | sed 's/^/  last agent run: /' || true

@@ -25,13 +25,13 @@ Fetched fetch(const std::string& host, uint16_t port) {
   return f;  // Fd closes the socket here: the SOCKET_CLOSE row comes before the burn
 }
 
-long long burn_cpu(int ms) {
+long long burn_cpu_us(long long us) {
   long long start = thread_cpu_ns();
-  long long target = start + ms * 1000000LL;
+  long long target = start + us * 1000LL;
   volatile uint64_t x = 0;
   long long now = start;
   while (now < target) {
-    for (int i = 0; i < 20000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    for (int i = 0; i < 2000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
     now = thread_cpu_ns();
   }
   return now - start;

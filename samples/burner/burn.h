@@ -14,8 +14,8 @@ struct Fetched {
 };
 Fetched fetch(const std::string& host, uint16_t port);
 
-// Spins until the calling thread has used `ms` milliseconds of CPU; returns the CPU ns actually used.
-long long burn_cpu(int ms);
+// Spins until the calling thread has used `us` microseconds of CPU; returns the CPU ns actually used.
+long long burn_cpu_us(long long us);
 
 // The back-end's payload: `n` bytes of a fixed pattern.
 std::string payload(uint64_t n);

@@ -1,6 +1,6 @@
 // txray-burner: the C++ sample service of issue 2.
 //   txray-burner backend --listen 127.0.0.1:0 --bytes N     raw TCP: sends N bytes to each connection, closes
-//   txray-burner serve --listen 127.0.0.1:0 --backend H:P [--burn-ms 50] [--workers K]
+//   txray-burner serve --listen 127.0.0.1:0 --backend H:P [--burn-ms 50 | --burn-us U] [--workers K]
 //        HTTP: each request connects to the back-end, reads everything it sends, closes, then burns
 //        --burn-ms of CPU and answers "read <n> bytes, burned <ms> ms". With --workers the server
 //        forks K worker processes after it has started (and after the agent, if preloaded, has sent
@@ -48,7 +48,7 @@ int run_backend(const std::string& listen, uint64_t bytes) {
   return 0;
 }
 
-int run_serve(const std::string& listen, const std::string& backend, int burn_ms, int workers) {
+int run_serve(const std::string& listen, const std::string& backend, long long burn_us, int workers) {
   std::string host, bhost;
   uint16_t port = 0, bport = 0;
   parse_host_port(listen, host, port);
@@ -62,7 +62,7 @@ int run_serve(const std::string& listen, const std::string& backend, int burn_ms
     }
     burner::Fetched f;
     if (use_backend) f = burner::fetch(bhost, bport);
-    long long cpu = burn_ms > 0 ? burner::burn_cpu(burn_ms) : 0;
+    long long cpu = burn_us > 0 ? burner::burn_cpu_us(burn_us) : 0;
     resp.headers["Content-Type"] = "text/plain";
     resp.body = "read " + std::to_string(f.bytes) + " bytes, burned " + std::to_string(cpu / 1000000) + " ms\n";
   });
@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0", backend;
   uint64_t bytes = 4096;
   int burn_ms = 50, workers = 0;
+  long long burn_us = -1;
   auto* be = app.add_subcommand("backend", "raw TCP back-end: sends --bytes to each connection, then closes");
   be->add_option("--listen", listen, "host:port (port 0 = any free port)")->capture_default_str();
   be->add_option("--bytes", bytes, "bytes sent per connection")->capture_default_str()->check(CLI::Range(0, 1 << 30));
@@ -114,6 +115,8 @@ int main(int argc, char** argv) {
   sv->add_option("--listen", listen, "host:port (port 0 = any free port)")->capture_default_str();
   sv->add_option("--backend", backend, "host:port of the back-end, or 'none'")->required();
   sv->add_option("--burn-ms", burn_ms, "CPU milliseconds burned per request")->capture_default_str()->check(CLI::Range(0, 60000));
+  sv->add_option("--burn-us", burn_us, "CPU microseconds burned per request (instead of --burn-ms)")
+      ->check(CLI::Range(0LL, 60000000LL));
   sv->add_option("--workers", workers, "fork this many worker processes (0: serve in this process)")
       ->capture_default_str()->check(CLI::Range(0, 64));
   auto* fe = app.add_subcommand("fetch", "read the back-end once and print what came");
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*be) return run_backend(listen, bytes);
-    if (*sv) return run_serve(listen, backend, burn_ms, workers);
+    if (*sv) return run_serve(listen, backend, burn_us >= 0 ? burn_us : burn_ms * 1000LL, workers);
     return run_fetch(backend);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "txray-burner: %s\n", e.what());

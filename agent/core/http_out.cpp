@@ -1,0 +1,245 @@
+#include "http_out.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "../hooks/hook.h"
+#include "counters.h"
+#include "http_client.h"
+#include "http_inject.h"
+#include "recorder.h"
+
+namespace txray {
+
+struct HttpClientConn {
+  HttpClientTracker tracker;
+  HeaderInjector inj;
+  CallSink sink;
+};
+
+namespace http_out {
+namespace {
+
+thread_local uint64_t t_call_span __attribute__((tls_model("initial-exec"))) = 0;
+
+bool env_flag(const char* name, bool dflt) {
+  const char* v = getenv(name);
+  if (!v || !*v) return dflt;
+  return !(strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0);
+}
+
+// True while a libcurl hook runs on this thread: it records the transfer itself.
+bool inside_curl() {
+  return hooks::t_in_family & (1u << static_cast<unsigned>(HookFamily::http_call));
+}
+
+// A step ref is only used while it belongs to the thread's current transaction: an ended
+// transaction's memory may be gone (the recorder itself then checks the txid).
+bool live(const StepRef& s) { return s && rec::current() == s.tx; }
+
+// The slot's connection when it may still carry HTTP requests, else nullptr.
+HttpClientConn* http_conn(FdSlot* s) {
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  return (c && !c->tracker.opaque()) ? c : nullptr;
+}
+
+const char* first_bytes(const iovec* iov, int cnt, size_t* n) {
+  for (int i = 0; i < cnt; ++i)
+    if (iov[i].iov_len) {
+      *n = iov[i].iov_len;
+      return static_cast<const char*>(iov[i].iov_base);
+    }
+  *n = 0;
+  return nullptr;
+}
+
+void feed_sent(HttpClientConn* c, const iovec* iov, int cnt, size_t n, uint64_t inserted_span) {
+  for (int i = 0; i < cnt && n > 0; ++i) {
+    size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
+    c->tracker.on_sent(static_cast<const char*>(iov[i].iov_base), take, c->sink, inserted_span);
+    inserted_span = 0;
+    n -= take;
+  }
+}
+
+}  // namespace
+
+bool propagate() {
+  static const bool v = env_flag("TXRAY_PROPAGATE", true);
+  return v;
+}
+
+bool mask_query() {
+  static const bool v = env_flag("TXRAY_MASK_QUERY", true);
+  return v;
+}
+
+void set_call_span(uint64_t span_id) { t_call_span = span_id; }
+
+void on_connect(FdSlot* s, std::string_view addr, int port) {
+  int saved = errno;
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  if (!c) {
+    c = new (std::nothrow) HttpClientConn;
+    if (!c) {
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+      errno = saved;
+      return;
+    }
+    s->client.store(c, std::memory_order_release);
+  }
+  c->tracker = HttpClientTracker{};
+  c->inj.clear();
+  // IPv6 literals need brackets in a URL.
+  bool v6 = addr.find(':') != std::string_view::npos;
+  snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
+  errno = saved;
+}
+
+bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_fn, void* ctx, ssize_t* result) {
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  if (!c) return false;
+  if (c->tracker.opaque() && !c->inj.has_pending()) return false;
+  size_t n0;
+  const char* p0 = first_bytes(iov, cnt, &n0);
+  int saved = errno;
+
+  // Where to insert, if anywhere. Only the first non-empty iovec is searched for the request line.
+  constexpr int kMaxIov = 64;
+  size_t at = HeaderInjector::kNoInsert;
+  char line[HeaderInjector::kMaxLine];
+  size_t line_len = 0;
+  uint64_t span = 0;
+  if (cnt <= kMaxIov && p0 && propagate() && !c->tracker.opaque()) {
+    size_t pos = c->tracker.insert_point(p0, n0);
+    Transaction* tx = pos != HeaderInjector::kNoInsert ? rec::current() : nullptr;
+    uint8_t trace[16];
+    uint64_t own_span;
+    if (tx && rec::trace_context(tx, trace, &own_span)) {
+      span = (inside_curl() && t_call_span) ? t_call_span : rec::new_id();
+      line_len = format_traceparent_line(trace, span, line, sizeof line);
+      // the program's offset of p0[pos]: the bytes of the empty iovecs before it count 0
+      at = pos;
+    }
+  }
+  if (at == HeaderInjector::kNoInsert && !c->inj.has_pending()) {
+    errno = saved;
+    return false;
+  }
+  // Pending bytes with a very long iovec list: send the first kMaxIov entries (a short write, which
+  // writev allows) rather than the program's bytes before the pending ones.
+  if (cnt > kMaxIov) cnt = kMaxIov;
+
+  size_t total = 0;
+  for (int i = 0; i < cnt; ++i) total += iov[i].iov_len;
+  iovec out[kMaxIov + HeaderInjector::kExtraIov];
+  size_t mine = 0;
+  uint64_t inserted_span = 0;
+  for (;;) {
+    int k = c->inj.gather(iov, cnt, at, std::string_view(line, at == HeaderInjector::kNoInsert ? 0 : line_len), out);
+    ssize_t r = write_fn(fd, out, k, ctx);
+    if (r < 0) {
+      *result = -1;  // none of the program's bytes went out; errno is the real call's
+      return true;
+    }
+    mine = c->inj.commit(static_cast<size_t>(r));
+    if (c->inj.inserted()) {
+      inserted_span = span;
+      at = HeaderInjector::kNoInsert;
+    }
+    // Only pending bytes went out: write again (a blocking socket blocks, a non-blocking one says EAGAIN).
+    if (mine > 0 || total == 0 || r == 0) break;
+  }
+  saved = errno;
+  s->add_written(mine);
+  feed_sent(c, iov, cnt, mine, inserted_span);
+  errno = saved;
+  *result = static_cast<ssize_t>(mine);
+  return true;
+}
+
+void on_sent(FdSlot* s, const char* p, size_t n) {
+  iovec v{const_cast<char*>(p), n};
+  on_sentv(s, &v, 1, n);
+}
+
+void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
+  HttpClientConn* c = http_conn(s);
+  if (!c) return;
+  int saved = errno;
+  feed_sent(c, iov, cnt, n, 0);
+  errno = saved;
+}
+
+void on_received(FdSlot* s, const char* p, size_t n) {
+  HttpClientConn* c = http_conn(s);
+  if (!c) return;
+  int saved = errno;
+  c->tracker.on_received(p, n, c->sink);
+  errno = saved;
+}
+
+void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
+  for (int i = 0; i < cnt && n > 0; ++i) {
+    size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
+    on_received(s, static_cast<const char*>(iov[i].iov_base), take);
+    n -= take;
+  }
+}
+
+void on_eof(FdSlot* s) {
+  HttpClientConn* c = http_conn(s);
+  if (!c) return;
+  int saved = errno;
+  c->tracker.on_end(c->sink);
+  errno = saved;
+}
+
+void on_close(FdSlot* s) {
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  if (!c) return;
+  int saved = errno;
+  if (!c->tracker.opaque()) c->tracker.on_end(c->sink);
+  c->tracker = HttpClientTracker{};
+  c->inj.clear();
+  errno = saved;
+}
+
+}  // namespace http_out
+
+// ---------------------------------------------------------------------------------------------------
+
+void CallSink::on_request(HttpCall& c, const HttpRequestHead& h) {
+  if (http_out::inside_curl()) return;  // the curl hook records this transfer
+  Transaction* tx = rec::current();
+  if (!tx) return;
+  c.step = rec::open(tx, StepKind::HTTP_CALL);
+  if (!c.step) return;
+  if (!c.span_id) c.span_id = rec::new_id();  // not propagated: still an id for the row
+  rec::set_id(c.step, c.span_id);
+  std::string url = http_call_url(scheme, h.host, h.target, peer, http_out::mask_query());
+  rec::set_text(c.step, url);
+  rec::add_attr(c.step, "method", h.method);
+}
+
+void CallSink::on_first_byte(HttpCall& c) {
+  if (!http_out::live(c.step)) return;
+  char v[24];
+  snprintf(v, sizeof v, "%llu", static_cast<unsigned long long>((rec::now_ns() - c.step.start_mono_ns) / 1000));
+  rec::add_attr(c.step, "ttfb_us", v);
+}
+
+void CallSink::on_response(HttpCall& c, std::string_view error) {
+  if (!http_out::live(c.step)) return;
+  rec::set_status(c.step, c.status);
+  rec::add_bytes(c.step, c.response_bytes, c.request_bytes);
+  if (!error.empty()) rec::set_error(c.step, error);
+  rec::close(c.step);
+  rec::add_totals(c.step.tx, {.call_ns = rec::elapsed(c.step), .call_count = 1});
+}
+
+}  // namespace txray
