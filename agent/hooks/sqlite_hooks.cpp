@@ -86,7 +86,9 @@ sql::SqliteStatement* state_of(sqlite3_stmt* st, bool create) {
 void end_execution(sql::OpenExecution& run) {
   if (!run.active) return;
   run.active = false;
-  if (run.rows != 1) rec::set_rows(run.step, run.rows);  // 1 was set when the first row came
+  // The first row was counted when it came; the others go to the row, or to its summary line when the
+  // row was folded past the step limit.
+  rec::add_rows(run.step, StepKind::SQL, run.fingerprint, run.rows - 1);
   rec::set_fetch_ns(run.step, run.fetch_ns);
   Transaction* tx = rec::current();
   if (tx && tx == run.step.tx && run.fetch_ns) rec::add_totals(tx, {.fetch_ns = run.fetch_ns});

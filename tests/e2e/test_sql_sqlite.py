@@ -101,6 +101,25 @@ class SqliteShell(TxrayTestCase):
         self.assertEqual(steps[4]["rows"], 1)
         self.assertIn("UNIQUE constraint failed", tx["error"])
 
+    def test_past_the_step_limit_statements_are_summarized_with_all_their_rows(self):
+        script = "CREATE TABLE t(a);\nINSERT INTO t VALUES (1), (2), (3);\n"
+        script += "".join(f"SELECT a FROM t WHERE a > {-i};\n" for i in range(200))
+        with Collector(self.tmp) as col:
+            r = self.run_shell(script, agent_env(col.endpoint, mode="process", extra={"TXRAY_MAX_STEPS": "20"}), "t.db")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            wait_transactions(col.db, 1)
+        [tx] = show_json(col.db, "--last", "1")
+        check_sums(self, tx)
+        self.assertLessEqual(len(tx["steps"]), 20)
+        select = "SELECT a FROM t WHERE a > ?;"
+        rows = [s for s in sql_steps(tx) if s["text"] == select]
+        [summary] = [s for s in tx["summary"] if s["kind"] == "SQL"]
+        self.assertEqual(summary["text"], select)
+        self.assertEqual(len(rows) + summary["count"], 200)
+        # Each execution returned 3 rows, fetched after its row was closed (and folded): all are counted.
+        self.assertEqual(sum(s["rows"] for s in rows) + summary["rows"], 600)
+        self.assertEqual(tx["sql_count"], 202)
+
 
 class PySqliteApp(TxrayTestCase):
     """samples/py_sqlite_app under the agent: each request's profile lists its queries."""
