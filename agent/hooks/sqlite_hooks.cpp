@@ -143,10 +143,11 @@ int next_step(sqlite3_stmt* st, sql::SqliteStatement* s, int (*real)(sqlite3_stm
     s->run.rows++;
     return rc;
   }
-  if (rc != SQLITE_DONE) {
-    rec::set_error(s->run.step, error_text(db_of(st), rc));
+  if (rc != SQLITE_DONE) {  // failed while fetching (interrupted, I/O error, a function raised)
+    std::string err = error_text(db_of(st), rc);
+    rec::set_error(s->run.step, err);
     rec::set_status(s->run.step, rc);
-    if (Transaction* tx = rec::current(); tx && tx == s->run.step.tx) rec::mark_failed(tx, error_text(db_of(st), rc));
+    if (Transaction* tx = rec::current(); tx && tx == s->run.step.tx) rec::mark_failed(tx, err);
   }
   end_execution(s->run);
   return rc;
