@@ -1,0 +1,181 @@
+// Store queries on stores with known content: explicit inserts, and one made by gen_store's generator.
+#include <QtTest>
+
+#include <set>
+
+#include "profile_format.h"
+#include "store.h"
+#include "store_fixture.h"
+#ifdef TXRAY_HAVE_GEN
+#include "gen_model.h"
+#include "store_writer.h"
+#endif
+
+using namespace txray::viewer;
+using txray::test::kMs;
+using txray::test::StoreFixture;
+using txray::test::TxSpec;
+
+namespace {
+constexpr int64_t kT0 = 1800000000LL * 1000000000LL;  // 2027-01-15, a fixed clock for the tests
+}
+
+class TestViewerStore : public QObject {
+  Q_OBJECT
+ private slots:
+  void rejectsFilesThatAreNotStores() {
+    QTemporaryDir dir;
+    const std::string missing = dir.filePath("nope.db").toStdString();
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, Store{missing});
+    const QString text = dir.filePath("text.db");
+    QFile f(text);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not sqlite at all, not even close; padding padding padding padding padding padding");
+    f.close();
+    try {
+      Store s(text.toStdString());
+      QFAIL("opened a text file");
+    } catch (const std::runtime_error& e) {
+      QVERIFY(QString(e.what()).contains("not a txray store"));
+    }
+  }
+
+  void loadsPointsInIdOrderWithDictionaries() {
+    StoreFixture f;
+    f.insert({{1, "shop", "GET /a", kT0 + 1000 * kMs, 10 * kMs},
+              {2, "shop", "GET /b", kT0 + 2000 * kMs, 20 * kMs, 0, 500, "boom"},
+              {3, "pay", "POST /c", kT0 + 3000 * kMs, 30 * kMs, 0, 503},
+              {4, "shop", "GET /a", kT0 + 4000 * kMs, 40 * kMs}});
+    Store s(f.path());
+    QCOMPARE(s.count(), int64_t(4));
+    PointBatch b = s.load_points(0, 3);
+    QCOMPARE(b.points.size(), size_t(3));
+    QVERIFY(b.more);
+    QCOMPARE(b.last_id, int64_t(3));
+    QCOMPARE(b.points[1].error, uint8_t(1));  // error text
+    QCOMPARE(b.points[2].error, uint8_t(1));  // status 503
+    QCOMPARE(b.points[0].error, uint8_t(0));
+    QCOMPARE(b.apps, (std::vector<std::string>{"shop", "pay"}));
+    QCOMPARE(b.points[2].app, uint8_t(1));
+    PointBatch rest = s.load_points(b.last_id, 3);
+    QCOMPARE(rest.points.size(), size_t(1));
+    QVERIFY(!rest.more);
+    QCOMPARE(rest.points[0].name, b.points[0].name);  // same name, same index
+    QCOMPARE(s.load_points(4, 10).points.size(), size_t(0));
+  }
+
+  void boxQueryReturnsExactlyTheRowsInside() {
+    StoreFixture f;
+    std::vector<TxSpec> txs;
+    for (int i = 1; i <= 100; ++i) txs.push_back({i, "shop", "GET /x", kT0 + i * 1000 * kMs, i * kMs});
+    f.insert(txs);
+    Store s(f.path());
+    const Box box{kT0 + 10 * 1000 * kMs, kT0 + 50 * 1000 * kMs, 20 * kMs, 30 * kMs};
+    const auto rows = s.query_box(box, 1, 100);
+    std::set<int64_t> ids;
+    for (const auto& r : rows) ids.insert(r.id);
+    std::set<int64_t> expected;
+    for (int i = 20; i <= 30; ++i) expected.insert(i);
+    QCOMPARE(ids, expected);
+    QCOMPARE(rows.front().client, std::string("10.0.0.1:5000"));
+    QCOMPARE(s.query_box(box, 25, 100).size(), size_t(6));  // the id range narrows it
+  }
+
+  void profileHasStepsDepthAndLinks() {
+    StoreFixture f;
+    TxSpec callee{2, "reports", "GET /export/{id}", kT0 + 2900 * kMs, 2900 * kMs};
+    callee.trace_id = "0123456789abcdef0123456789abcdef";
+    callee.parent_span_id = 777;
+    f.insert({txray::test::reference_tx(1, kT0 + 2942 * kMs, 2), callee});
+    Store s(f.path());
+    auto p = s.load_profile(1);
+    QVERIFY(p);
+    QCOMPARE(p->steps.size(), size_t(5));
+    QCOMPARE(p->steps[2].depth, 1);
+    QCOMPARE(p->steps[4].depth, 0);
+    QCOMPARE(p->steps[1].text, std::string("http://reports:8082/export/7"));
+    QCOMPARE(*p->steps[1].callee_tx_id, int64_t(2));
+    QCOMPARE(p->host, std::string("test-host"));
+    int64_t gaps = 0, cpu = 0;
+    for (const auto& st : p->steps) {
+      gaps += st.gap_ns;
+      cpu += st.cpu_ns;
+    }
+    QCOMPARE(gaps, p->tx.elapsed_ns);
+    QCOMPARE(cpu, p->tx.cpu_ns);
+    const QString text = QString::fromStdString(profile_text(*p));
+    QVERIFY2(text.contains("SOCKET-CLOSE R=51,612,W=222,uid=34069859"), qPrintable(text));
+    QVERIFY2(text.contains("[ 1,464][ 1,356] END"), qPrintable(text));
+    QVERIFY(text.contains("TOTAL[2,942][1,356]"));
+    // The callee knows its caller through the trace and the call's span id.
+    auto c = s.load_profile(2);
+    QVERIFY(c);
+    QVERIFY(c->caller_tx_id);
+    QCOMPARE(*c->caller_tx_id, int64_t(1));
+    QVERIFY(!s.load_profile(99));
+  }
+
+  void readsWhileAWriterHoldsTheStoreInWal() {
+    StoreFixture f;
+    f.insert({1, "shop", "GET /a", kT0, kMs});
+    Store s(f.path());
+    QCOMPARE(s.load_points(0, 10).points.size(), size_t(1));
+    sqlite3_exec(f.db(), "BEGIN", nullptr, nullptr, nullptr);  // a writer mid-transaction
+    sqlite3_exec(f.db(), "UPDATE transactions SET name = 'x'", nullptr, nullptr, nullptr);
+    QCOMPARE(s.load_points(0, 10).points.size(), size_t(1));  // readers are not blocked in WAL
+    sqlite3_exec(f.db(), "COMMIT", nullptr, nullptr, nullptr);
+    f.insert({2, "shop", "GET /b", kT0 + kMs, kMs});
+    QCOMPARE(s.load_points(1, 10).points.size(), size_t(1));
+  }
+
+#ifdef TXRAY_HAVE_GEN
+  void generatedStoreIsConsistent() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("gen.db").toStdString();
+    {
+      const auto catalog = txray::gen::Catalog::standard();
+      txray::gen::StoreWriter w(path, catalog, txray::gen::StoreWriter::Mode::kBulk);
+      txray::gen::Generator g(catalog, 7, w.next_id());
+      std::vector<txray::gen::TxRow> group;
+      for (int i = 0; g.next_id() <= 3000; ++i) {
+        group.clear();
+        g.generate(kT0 + i * 100 * kMs, 1.0, group);
+        for (const auto& tx : group) w.add(tx);
+      }
+      w.close();
+    }
+    Store s(path);
+    const int64_t n = s.count();
+    QVERIFY(n >= 3000);
+    const PointBatch all = s.load_points(0, 1000000);
+    QCOMPARE(static_cast<int64_t>(all.points.size()), n);
+    QVERIFY(all.apps.size() == 5);
+    int with_callee = 0;
+    for (int64_t id = 1; id <= 300; ++id) {
+      auto p = s.load_profile(id);
+      QVERIFY(p);
+      int64_t gaps = 0, cpu = 0;
+      for (const auto& st : p->steps) {
+        gaps += st.gap_ns;
+        cpu += st.cpu_ns;
+        QVERIFY(st.cpu_ns <= st.gap_ns);
+        if (st.callee_tx_id) {
+          ++with_callee;
+          auto c = s.load_profile(*st.callee_tx_id);
+          QVERIFY(c && c->caller_tx_id && *c->caller_tx_id == id);
+          QVERIFY(c->start_ns >= p->start_ns + st.start_offset_ns);
+          QVERIFY(c->tx.end_ns <= p->start_ns + st.start_offset_ns + st.elapsed_ns);
+        }
+      }
+      QCOMPARE(gaps, p->tx.elapsed_ns);
+      QCOMPARE(cpu, p->tx.cpu_ns);
+    }
+    QVERIFY(with_callee > 0);
+    const auto rows = s.query_box(Box{0, INT64_MAX, 0, INT64_MAX}, 1, n);
+    QCOMPARE(static_cast<int64_t>(rows.size()), n);
+  }
+#endif
+};
+
+QTEST_GUILESS_MAIN(TestViewerStore)
+#include "test_viewer_store.moc"
