@@ -36,13 +36,14 @@ struct SqliteStatement {
 };
 
 // A query sent on a libpq connection whose results are still being read (PQsend* … PQgetResult until
-// it returns NULL). Its step stays open for that time.
+// it returns NULL), or a COPY in progress. Its step stays open for that time.
 struct PendingQuery {
   bool active = false;
   StepRef step;
   int64_t rows = 0;
   int64_t changes = -1;
   bool failed = false;
+  bool copying = false;  // the last result started a COPY: the row lasts until the COPY is over
   uint64_t read0 = 0, written0 = 0;  // socket byte counters when the query was sent
 };
 

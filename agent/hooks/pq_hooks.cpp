@@ -4,7 +4,9 @@
 // One SQL row per query:
 //   PQexec / PQexecParams / PQexecPrepared / PQprepare: the row spans the call;
 //   PQsendQuery / PQsendQueryParams / PQsendQueryPrepared / PQsendPrepare: the row opens at the send and
-//   closes when PQgetResult returns NULL (psql and pgbench work this way, PITFALLS 3).
+//   closes when PQgetResult returns NULL (psql and pgbench work this way, PITFALLS 3);
+//   a COPY's row lasts until the COPY is over (its final PQgetResult, or PQendcopy), so that the data
+//   transfer is part of it.
 // Per row: text and fingerprint (sql_normalizer.h; a prepared statement's text is the one given to
 // PQprepare/PQsendPrepare, and PQprepare rows read "PREPARE name AS …"), attribute "params" (masked to
 // their kinds by default), rows (sum of PQntuples over the query's results), changes (PQcmdTuples of
@@ -123,6 +125,7 @@ void add_result(Transaction* tx, const PGconn* conn, sql::PendingQuery& q, const
   auto field = TXRAY_REAL(PQresultErrorField, kLib);
   if (!status || !ntuples || !cmd_tuples || !cmd_status || !field) return;
   ExecStatusType st = status(res);
+  q.copying = st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH;
   if (st == PGRES_TUPLES_OK || st == PGRES_SINGLE_TUPLE) q.rows += ntuples(res);
   const char* tag = cmd_status(const_cast<PGresult*>(res));
   const char* n = cmd_tuples(const_cast<PGresult*>(res));
@@ -211,7 +214,9 @@ PGresult* sync_query(PGconn* conn, Describe describe, Call call) {
   PGresult* res = call();
   SaveErrno keep;
   add_result(tx, conn, c.pending, res);
-  end_query(tx, conn, c.pending);
+  // A COPY's data follows the call (PQputCopyData / PQgetCopyData): its row lasts until the COPY's
+  // final result (PQgetResult) or PQendcopy.
+  if (!c.pending.copying) end_query(tx, conn, c.pending);
   return res;
 }
 
@@ -398,4 +403,25 @@ extern "C" PGresult* PQgetResult(PGconn* conn) {
   if (res) add_result(tx, conn, c->pending, res);
   else end_query(tx, conn, c->pending);
   return res;
+}
+
+// The old COPY API: ends a COPY started by PQexec, reading its final result itself.
+extern "C" int PQendcopy(PGconn* conn) {
+  auto real = TXRAY_REAL(PQendcopy, kLib);
+  if (!real) return 1;
+  HookGuard guard(HookFamily::sql);
+  if (!guard || !conn) return real(conn);
+  sql::PgConnection* c = connections().find(conn);
+  if (!c || !c->pending.active) return real(conn);
+  int rc = real(conn);
+  SaveErrno keep;
+  Transaction* tx = rec::current();
+  if (rc != 0 && !c->pending.failed) {
+    c->pending.failed = true;
+    std::string e = conn_error(conn);
+    rec::set_error(c->pending.step, e);
+    if (tx && tx == c->pending.step.tx) rec::mark_failed(tx, e);
+  }
+  end_query(tx, conn, c->pending);
+  return rc;
 }

@@ -191,6 +191,19 @@ class Pgbench(PgTestCase):
             self.assertEqual(sum(count[t] for t in prepares), len(texts))
         self.assertEqual(tx["error"], "")
 
+    def test_init_copy_row_spans_the_data(self):
+        run = lambda env: subprocess.run([PGBENCH, "-i", "-q", *self.pg.conn_args()[:-2], self.pg.database],
+                                         env=self.pg.client_env(env), capture_output=True, text=True, timeout=300)
+        bare, traced, tx = self.traced_run(run)
+        self.assertEqual((bare.returncode, traced.returncode), (0, 0), traced.stderr)
+        sql = steps_of(tx, "SQL")
+        [copy] = [s for s in sql if s["text"].startswith("copy pgbench_accounts from stdin")]
+        # The 100,000 account rows went out during the COPY row (pgbench -i streams them after PQexec).
+        self.assertGreater(copy["bytes_written"], 1_000_000)
+        after = next(s for s in tx["steps"] if s["no"] == copy["no"] + 1)
+        self.assertGreaterEqual(copy["elapsed_ns"], after["gap_ns"] * 0.9)
+        self.assertEqual(tx["error"], "")
+
     def test_simple(self):
         self.check_mode("simple", PGBENCH_SIMPLE)
 
