@@ -329,6 +329,13 @@ TEST(ComputeErrors, MissingStoreNotAStoreAndBadOptions) {
   EXPECT_NE(validate_options(bad).find("unknown table"), std::string::npos);
   bad.table = "sql";
   EXPECT_EQ(validate_options(bad), "");
+  bad.since_unix_ns = 2;
+  bad.until_unix_ns = 1;
+  EXPECT_NE(validate_options(bad).find("--since is after --until"), std::string::npos);
+  bad.until_unix_ns = 2;  // one instant is a valid window
+  EXPECT_EQ(validate_options(bad), "");
+  bad.repeat_threshold = 1;
+  EXPECT_NE(validate_options(bad).find("--repeat"), std::string::npos);
 }
 
 }  // namespace
