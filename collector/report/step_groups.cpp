@@ -48,7 +48,7 @@ class Pass {
   int call_group(const Event& e);
   void add(const Event& e);
   void flush();
-  void finish(std::vector<Acc>& accs, bool is_call, std::vector<CallGroup>& out, int64_t& groups);
+  void finish(std::vector<Acc>& accs, std::vector<CallGroup>& out, int64_t& groups);  // rank, cut, percentiles
 
   const Db& db_;
   const Options& opt_;
@@ -142,7 +142,7 @@ void Pass::flush() {
   cur_.clear();
 }
 
-void Pass::finish(std::vector<Acc>& accs, bool is_call, std::vector<CallGroup>& out, int64_t& groups) {
+void Pass::finish(std::vector<Acc>& accs, std::vector<CallGroup>& out, int64_t& groups) {
   int64_t all = 0;
   for (const auto& a : accs) all += a.out.total_ns;
   std::vector<size_t> order(accs.size());
@@ -163,7 +163,6 @@ void Pass::finish(std::vector<Acc>& accs, bool is_call, std::vector<CallGroup>& 
     a.out.example = text_of(a.text_id);
     out.push_back(a.out);
   }
-  (void)is_call;
 }
 
 void Pass::run(Report& r) {
@@ -230,8 +229,8 @@ void Pass::run(Report& r) {
   fold_upto(hi);
   flush();
 
-  finish(sql_, false, r.sql, r.sql_groups);
-  finish(calls_, true, r.calls, r.call_groups);
+  finish(sql_, r.sql, r.sql_groups);
+  finish(calls_, r.calls, r.call_groups);
 
   // N+1 patterns, the most time first.
   std::vector<Repeat*> reps;
