@@ -1,0 +1,60 @@
+// Live mode: transactions inserted into the store while the window is open appear on the scatter (and
+// in a box) without reopening; the window follows the newest ones.
+#include <QtTest>
+
+#include "density_grid.h"
+#include "list_panel.h"
+#include "store_fixture.h"
+#include "widget_helpers.h"
+
+using namespace txray::viewer;
+using namespace txray::test;
+
+class TestViewerLive : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void newRowsAppearWhileOpen() {
+    StoreFixture store;
+    const int64_t t = now_ns();
+    std::vector<TxSpec> first;
+    for (int i = 1; i <= 10; ++i) first.push_back({i, "shop", "GET /a", t - 60000 * kMs + i * kMs, 5 * kMs});
+    store.insert(first);
+
+    MainWindow w(false);
+    w.resize(1200, 800);
+    w.setPollInterval(50);
+    QVERIFY(open_and_wait(w, store.path()));
+    ScatterView* s = w.scatter();
+    QVERIFY(s->live());  // recent data: stays live
+    QCOMPARE(w.points().size(), size_t(10));
+
+    // A writer adds 50 transactions, later than everything shown, some slower.
+    std::vector<TxSpec> more;
+    for (int i = 11; i <= 60; ++i) more.push_back({i, "pay", "POST /b", t + i * kMs, (i % 5 + 1) * 40 * kMs});
+    store.insert(more);
+    QTRY_COMPARE_WITH_TIMEOUT(w.points().size(), size_t(60), 5000);
+    QCOMPARE(w.points().last_id(), int64_t(60));
+    QCOMPARE(w.points().apps().size(), size_t(2));
+
+    s->ensureUpToDate();
+    QCOMPARE(s->grid().dots(), int64_t(60));  // all inside the live window
+    QVERIFY(s->timeAxis().t1() >= t + 60 * kMs);
+
+    // A box over the whole view now lists all 60.
+    QSignalSpy filled(&w, &MainWindow::listFilled);
+    w.selectAllInView();
+    QVERIFY(filled.wait(5000));
+    QCOMPARE(w.list()->model()->rowCount(), 60);
+
+    // Later rows far in the future scroll the live window: the first ten drop out of it.
+    store.insert(TxSpec{61, "shop", "GET /a", t + 3600LL * 1000 * kMs, 5 * kMs});
+    QTRY_COMPARE_WITH_TIMEOUT(w.points().size(), size_t(61), 5000);
+    s->ensureUpToDate();
+    QCOMPARE(s->grid().dots(), int64_t(1));
+  }
+};
+
+QTEST_MAIN(TestViewerLive)
+#include "test_viewer_live.moc"
