@@ -15,6 +15,7 @@ PKGS=(
   postgresql-15 postgresql-client-15
   curl python3 procps
   chromium
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -140,6 +140,9 @@ class Receiver {
 
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats) {
   silence_protobuf_logging();
+  // SQLite's allocation statistics take a global mutex on every malloc; the collector never reads them.
+  // (Only possible before SQLite initializes; harmless SQLITE_MISUSE otherwise.)
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   Db db;
   try {
     db = open_store(opts.db, OpenMode::kCreate);

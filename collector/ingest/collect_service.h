@@ -18,8 +18,8 @@ struct CollectOptions {
   Limits limits;
   size_t queue_batches = 512;                 // decoded batches waiting for the writer
   size_t queue_bytes = 256u << 20;            // … and their encoded size
-  size_t commit_rows = 20000;                 // rows per SQLite transaction, at most (roughly)
-  std::chrono::milliseconds commit_window{100};  // and at most this long before a commit
+  size_t commit_rows = 50000;                 // rows per SQLite transaction, at most (roughly)
+  std::chrono::milliseconds commit_window{250};  // and at most this long before a commit
 };
 
 // Counters shared by the two threads; read for the status line and the final summary.

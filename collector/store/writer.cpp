@@ -72,7 +72,11 @@ Writer::Writer(Db& db)
                    " WHERE kind = 'HTTP_CALL' AND ref_id = ?2 AND callee_tx_id IS NULL"),
       find_callee_(db,
                    "SELECT id FROM transactions WHERE parent_span_id = ?1 AND parent_span_id != 0"
-                   " ORDER BY id LIMIT 1") {}
+                   " ORDER BY id LIMIT 1") {
+  Stmt any(db, "SELECT EXISTS(SELECT 1 FROM transactions WHERE parent_span_id != 0)");
+  any.step();
+  any_callee_ = any.i64(0) != 0;
+}
 
 void Writer::begin() {
   begin_.run();
@@ -109,6 +113,7 @@ WriteCounts Writer::write(const v1::Batch& batch, int64_t now) {
       ++counts.summaries;
     }
     if (tx.parent_span_id() != 0) {
+      any_callee_ = true;
       // The caller's HTTP_CALL may have arrived first: link it now.
       link_callee_.bind(1, row).bind(2, tx.parent_span_id()).run();
       counts.links += static_cast<uint64_t>(sqlite3_changes(db_.get()));
@@ -200,7 +205,7 @@ void Writer::insert_step(int64_t tx_row, int no, const v1::Step& st, WriteCounts
   if (st.status() != 0) s.bind(17, st.status());
   if (st.changes() >= 0 && (is_sql || st.changes() != 0)) s.bind(18, st.changes());
   if (!json_buf_.empty()) s.bind_static(19, json_buf_);
-  if (is_call && st.id() != 0) {
+  if (is_call && st.id() != 0 && any_callee_) {
     // The callee may have arrived first.
     find_callee_.bind(1, st.id());
     if (find_callee_.step()) {

@@ -53,6 +53,9 @@ class Writer {
   Stmt text_insert_, text_select_;
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
+  // False while no stored transaction has a caller: then no HTTP_CALL can have a callee yet, and the
+  // per-call lookup is skipped (the common case of a service that is nobody's callee).
+  bool any_callee_ = false;
   std::unordered_map<uint64_t, int64_t> text_ids_;  // FNV-1a hash -> texts.id
   std::string json_buf_;
 };

@@ -1,0 +1,107 @@
+"""Collector ingest benchmark: 10-step transactions sent by txray-test-sender over ZeroMQ to a real
+`txray collect` writing a fresh SQLite file, against raw SQLite inserts of the same rows into the same
+schema (prepared statements, one big transaction) by the same tool, alternating, in one run.
+
+The collector's time runs from the moment the sender starts sending (its batches are generated and
+serialized before) until every transaction is stored (polled with SELECT count(*)); the raw time is the
+inserts plus COMMIT. Prints both rates (transactions/s), medians of RUNS runs, and the ratio; checks that
+no row was lost. Target: collector >= 80% of raw.
+Environment: TXRAY_BENCH_TX (default 50000), TXRAY_BENCH_RUNS (default 5)."""
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else "build")
+TXRAY = os.path.join(BUILD, "bin", "txray")
+SENDER = os.path.join(BUILD, "bin", "txray-test-sender")
+N = int(os.environ.get("TXRAY_BENCH_TX", "50000"))
+RUNS = int(os.environ.get("TXRAY_BENCH_RUNS", "5"))
+STEPS = 10
+PER_BATCH = 100
+
+
+def counts(db):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return (con.execute("SELECT count(*) FROM transactions").fetchone()[0],
+                con.execute("SELECT count(*) FROM steps").fetchone()[0])
+    finally:
+        con.close()
+
+
+def stored_so_far(db):
+    """Rows are numbered 1, 2, … in a fresh store: max(id) is the count, at the cost of one index probe
+    (a count(*) every few milliseconds would compete with the collector for the CPU)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return con.execute("SELECT coalesce(max(id), 0) FROM transactions").fetchone()[0]
+    finally:
+        con.close()
+
+
+def raw_run(tmp, i):
+    db = os.path.join(tmp, f"raw{i}.db")
+    out = subprocess.run([SENDER, "--raw-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
+                          "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                         check=True, capture_output=True, text=True).stdout
+    secs = json.loads(out)["seconds"]
+    assert counts(db) == (N, N * STEPS), counts(db)
+    os.remove(db)
+    return N / secs
+
+
+def collector_run(tmp, i):
+    db = os.path.join(tmp, f"col{i}.db")
+    ep = f"ipc://{tmp}/c{i}.sock"
+    col = subprocess.Popen([TXRAY, "collect", "--listen", ep, "--db", db, "--status-interval", "0"],
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(ep[len("ipc://"):]):
+        if time.monotonic() > deadline:
+            raise RuntimeError("collector did not start")
+        time.sleep(0.01)
+    sender = subprocess.Popen([SENDER, "--endpoint", ep, "--transactions", str(N), "--steps", str(STEPS),
+                               "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sender.stderr.readline()  # "sending N messages": generation is done
+    t0 = time.perf_counter()
+    while True:
+        if os.path.exists(db) and stored_so_far(db) >= N:
+            break
+        time.sleep(0.01)
+    secs = time.perf_counter() - t0
+    sender.communicate()
+    col.send_signal(signal.SIGINT)
+    col.communicate(timeout=60)
+    assert col.returncode == 0
+    stored = counts(db)
+    if stored != (N, N * STEPS):
+        raise AssertionError(f"lost rows: stored {stored}, sent {(N, N * STEPS)}")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    return N / secs
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="txray-bench-ingest-") as tmp:
+        raw, col = [], []
+        for i in range(RUNS):
+            raw.append(raw_run(tmp, i))
+            col.append(collector_run(tmp, i))
+            print(f"  run {i + 1}: raw SQLite {raw[-1]:,.0f} tx/s   collector {col[-1]:,.0f} tx/s", flush=True)
+    r, c = statistics.median(raw), statistics.median(col)
+    print(f"collector ingest of {N:,} {STEPS}-step transactions ({PER_BATCH} per message), median of {RUNS} runs:")
+    print(f"  raw SQLite inserts (baseline): {r:>10,.0f} tx/s")
+    print(f"  txray collect (ZeroMQ->SQLite): {c:>9,.0f} tx/s")
+    print(f"  ratio collector/raw: {c / r:.1%}   (target >= 80%; no loss: every row counted)")
+
+
+if __name__ == "__main__":
+    main()
