@@ -1,0 +1,170 @@
+// TLS through OpenSSL 3: SSL_write/SSL_read (and their _ex forms) of a client connection carry the
+// plaintext of HTTPS, so the same client tracker as for plain sockets (agent/core/http_client.h)
+// turns them into HTTP_CALL rows with scheme https. Rows carry the plaintext bytes (bytes_read /
+// bytes_written) and the TLS bytes on the wire over the call (attributes wire_bytes_read /
+// wire_bytes_written, from the connection's BIO counters). The socket rows underneath count wire bytes
+// as always.
+//
+// Not here: servers (SSL_is_server), and anything while a libcurl hook runs (curl's own hook records
+// the transfer; the http_call hook family is then held). No header is inserted into TLS: OpenSSL
+// requires a retried write to pass the same buffer, which an insertion would break.
+//
+// State per SSL object hangs off OpenSSL's own ex_data slot and is freed with the SSL object; libssl
+// is not linked: its functions are found at run time (RTLD_NEXT, else the loaded libssl.so.3).
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/ssl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <new>
+
+#include "../core/http_client.h"
+#include "../core/http_out.h"
+#include "../core/recorder.h"
+#include "hook.h"
+
+namespace {
+
+constexpr const char* kSsl = "libssl.so.3";
+constexpr const char* kCrypto = "libcrypto.so.3";
+
+// HTTP_CALL rows for one TLS connection, with the wire bytes of each call.
+class TlsSink final : public txray::CallSink {
+ public:
+  SSL* ssl = nullptr;
+  const txray::HttpClientTracker* tracker = nullptr;
+  uint64_t wire_r0 = 0, wire_w0 = 0;  // BIO counters when the oldest outstanding call started
+
+  void wire(uint64_t* r, uint64_t* w) {
+    auto get_rbio = TXRAY_REAL(SSL_get_rbio, kSsl);
+    auto get_wbio = TXRAY_REAL(SSL_get_wbio, kSsl);
+    auto nread = TXRAY_REAL(BIO_number_read, kCrypto);
+    auto nwritten = TXRAY_REAL(BIO_number_written, kCrypto);
+    *r = *w = 0;
+    if (!get_rbio || !get_wbio || !nread || !nwritten) return;
+    if (BIO* b = get_rbio(ssl)) *r = nread(b);
+    if (BIO* b = get_wbio(ssl)) *w = nwritten(b);
+  }
+  void on_request(txray::HttpCall& c, const txray::HttpRequestHead& h) override {
+    if (tracker->outstanding() == 1) wire(&wire_r0, &wire_w0);  // the only call: start counting here
+    CallSink::on_request(c, h);
+  }
+  void on_response(txray::HttpCall& c, std::string_view error) override {
+    uint64_t r, w;
+    wire(&r, &w);
+    char v[24];
+    snprintf(v, sizeof v, "%llu", static_cast<unsigned long long>(r - wire_r0));
+    txray::rec::add_attr(c.step, "wire_bytes_read", v);
+    snprintf(v, sizeof v, "%llu", static_cast<unsigned long long>(w - wire_w0));
+    txray::rec::add_attr(c.step, "wire_bytes_written", v);
+    wire_r0 = r;
+    wire_w0 = w;
+    CallSink::on_response(c, error);
+  }
+};
+
+struct TlsConn {
+  txray::HttpClientTracker tracker;
+  TlsSink sink;
+  explicit TlsConn(SSL* s) {
+    sink.scheme = "https";
+    sink.ssl = s;
+    sink.tracker = &tracker;
+  }
+};
+
+// The SSL object is being freed: its unfinished calls end here.
+void free_conn(void* parent, void* ptr, CRYPTO_EX_DATA* ad, int idx, long argl, void* argp) {
+  auto* c = static_cast<TlsConn*>(ptr);
+  if (!c) return;
+  int saved = errno;
+  if (txray::host_thread_enabled() && !c->tracker.opaque()) c->tracker.on_end(c->sink, "TLS connection freed before the response ended");
+  delete c;
+  errno = saved;
+}
+
+std::atomic<int> g_index{-2};  // -2: not asked yet, -1: unavailable
+
+int ex_index() {
+  int i = g_index.load(std::memory_order_acquire);
+  if (i != -2) return i;
+  auto new_index = TXRAY_REAL(CRYPTO_get_ex_new_index, kCrypto);
+  int got = new_index ? new_index(CRYPTO_EX_INDEX_SSL, 0, nullptr, nullptr, nullptr, free_conn) : -1;
+  int expected = -2;
+  if (!g_index.compare_exchange_strong(expected, got)) return expected;  // another thread won
+  return got;
+}
+
+// The tracker of a client SSL object, created on its first write; nullptr for servers and failures.
+TlsConn* conn_of(SSL* ssl, bool create) {
+  int idx = ex_index();
+  auto get = TXRAY_REAL(SSL_get_ex_data, kSsl);
+  auto set = TXRAY_REAL(SSL_set_ex_data, kSsl);
+  auto is_server = TXRAY_REAL(SSL_is_server, kSsl);
+  if (idx < 0 || !get || !set || !is_server || !ssl) return nullptr;
+  auto* c = static_cast<TlsConn*>(get(ssl, idx));
+  if (c || !create || is_server(ssl)) return c;
+  c = new (std::nothrow) TlsConn(ssl);
+  if (c && set(ssl, idx, c) != 1) {
+    delete c;
+    c = nullptr;
+  }
+  return c;
+}
+
+// Whether a TLS hook should look at this call at all.
+bool watching(const txray::HookGuard& guard) {
+  return guard && !(txray::hooks::t_in_family & (1u << static_cast<unsigned>(txray::HookFamily::http_call)));
+}
+
+void sent(SSL* ssl, const void* buf, size_t n) {
+  txray::SaveErrno keep;
+  if (TlsConn* c = conn_of(ssl, true); c && !c->tracker.opaque())
+    c->tracker.on_sent(static_cast<const char*>(buf), n, c->sink);
+}
+
+void received(SSL* ssl, const void* buf, size_t n) {
+  txray::SaveErrno keep;
+  if (TlsConn* c = conn_of(ssl, false); c && !c->tracker.opaque())
+    c->tracker.on_received(static_cast<const char*>(buf), n, c->sink);
+}
+
+}  // namespace
+
+extern "C" int SSL_write(SSL* ssl, const void* buf, int num) {
+  auto real = TXRAY_REAL(SSL_write, kSsl);
+  if (!real) return -1;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  int r = real(ssl, buf, num);
+  if (r > 0 && watching(guard)) sent(ssl, buf, static_cast<size_t>(r));
+  return r;
+}
+
+extern "C" int SSL_write_ex(SSL* ssl, const void* buf, size_t num, size_t* written) {
+  auto real = TXRAY_REAL(SSL_write_ex, kSsl);
+  if (!real) return 0;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  int r = real(ssl, buf, num, written);
+  if (r == 1 && written && *written > 0 && watching(guard)) sent(ssl, buf, *written);
+  return r;
+}
+
+extern "C" int SSL_read(SSL* ssl, void* buf, int num) {
+  auto real = TXRAY_REAL(SSL_read, kSsl);
+  if (!real) return -1;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  int r = real(ssl, buf, num);
+  if (r > 0 && watching(guard)) received(ssl, buf, static_cast<size_t>(r));
+  return r;
+}
+
+extern "C" int SSL_read_ex(SSL* ssl, void* buf, size_t num, size_t* readbytes) {
+  auto real = TXRAY_REAL(SSL_read_ex, kSsl);
+  if (!real) return 0;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  int r = real(ssl, buf, num, readbytes);
+  if (r == 1 && readbytes && *readbytes > 0 && watching(guard)) received(ssl, buf, *readbytes);
+  return r;
+}
