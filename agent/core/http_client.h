@@ -76,6 +76,8 @@ class HttpClientTracker {
   void on_end(HttpClientSink& sink, std::string_view error = {});
 
   size_t outstanding() const { return count_; }
+  // True between the first byte of a request and the end of its head and body.
+  bool request_in_progress() const { return req_ != Req::kIdle; }
 
  private:
   enum class Req : uint8_t { kIdle, kLine, kHeaders, kBodyLength, kBodyChunked };

@@ -37,6 +37,11 @@ class TlsSink final : public txray::CallSink {
   const txray::HttpClientTracker* tracker = nullptr;
   uint64_t wire_r0 = 0, wire_w0 = 0;  // BIO counters when the oldest outstanding call started
 
+  // Called before a write: when no call is under way, the next request starts counting here.
+  void before_write() {
+    if (tracker->outstanding() == 0 && !tracker->request_in_progress()) wire(&wire_r0, &wire_w0);
+  }
+
   void wire(uint64_t* r, uint64_t* w) {
     auto get_rbio = TXRAY_REAL(SSL_get_rbio, kSsl);
     auto get_wbio = TXRAY_REAL(SSL_get_wbio, kSsl);
@@ -46,10 +51,6 @@ class TlsSink final : public txray::CallSink {
     if (!get_rbio || !get_wbio || !nread || !nwritten) return;
     if (BIO* b = get_rbio(ssl)) *r = nread(b);
     if (BIO* b = get_wbio(ssl)) *w = nwritten(b);
-  }
-  void on_request(txray::HttpCall& c, const txray::HttpRequestHead& h) override {
-    if (tracker->outstanding() == 1) wire(&wire_r0, &wire_w0);  // the only call: start counting here
-    CallSink::on_request(c, h);
   }
   void on_response(txray::HttpCall& c, std::string_view error) override {
     uint64_t r, w;
@@ -119,6 +120,14 @@ bool watching(const txray::HookGuard& guard) {
   return guard && !(txray::hooks::t_in_family & (1u << static_cast<unsigned>(txray::HookFamily::http_call)));
 }
 
+// Before a write of the program's: the connection's state (created on its first write).
+TlsConn* before_write(SSL* ssl) {
+  txray::SaveErrno keep;
+  TlsConn* c = conn_of(ssl, true);
+  if (c && !c->tracker.opaque()) c->sink.before_write();
+  return c;
+}
+
 void sent(SSL* ssl, const void* buf, size_t n) {
   txray::SaveErrno keep;
   if (TlsConn* c = conn_of(ssl, true); c && !c->tracker.opaque())
@@ -137,6 +146,7 @@ extern "C" int SSL_write(SSL* ssl, const void* buf, int num) {
   auto real = TXRAY_REAL(SSL_write, kSsl);
   if (!real) return -1;
   txray::HookGuard guard(txray::HookFamily::tls);
+  if (watching(guard)) before_write(ssl);
   int r = real(ssl, buf, num);
   if (r > 0 && watching(guard)) sent(ssl, buf, static_cast<size_t>(r));
   return r;
@@ -146,6 +156,7 @@ extern "C" int SSL_write_ex(SSL* ssl, const void* buf, size_t num, size_t* writt
   auto real = TXRAY_REAL(SSL_write_ex, kSsl);
   if (!real) return 0;
   txray::HookGuard guard(txray::HookFamily::tls);
+  if (watching(guard)) before_write(ssl);
   int r = real(ssl, buf, num, written);
   if (r == 1 && written && *written > 0 && watching(guard)) sent(ssl, buf, *written);
   return r;
