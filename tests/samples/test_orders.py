@@ -128,26 +128,29 @@ class OrdersTest(unittest.TestCase):
         """The reference's finding: raw TCP with binary is the fastest channel, XML over HTTP the slowest.
 
         Throughput on a shared 2-core machine moves with the neighbours' load, so: many short turns per cell
-        in rotation (calls/s = median over turns), and claims are checked where the margins are wide.
+        in rotation (calls/s = median over turns). Where there is data to encode (GetCustomers) the channels
+        are 2-4x apart and calls/s is checked. On the one-integer call they differ by a few microseconds of
+        parsing in ~30 us of system calls and scheduling, which a busy neighbour can swamp: there the
+        order is checked on CPU per call (driver + server), which is what sets throughput on a machine of
+        one's own and which load hardly moves.
         """
         rows = orders_bench(seconds=0.05, rounds=15, clients=4, server_pid=self.server.proc.pid, **self.ep)
         for m, n in (("GetOrderStatus", 0), ("GetCustomers", 20), ("GetCustomers", 50)):
             rate = {ch: rows[(ch, m, n)]["calls_per_s"] for ch in CHANNELS}
             cpu = {ch: rows[(ch, m, n)]["cpu_us_per_call"] for ch in CHANNELS}
             with self.subTest(method=m, n=n, rates=rate, cpu_us=cpu):
-                # XML over HTTP: the slowest, and the dearest in CPU.
+                # CPU per call: raw TCP + binary the cheapest of the reference's channels, XML the dearest.
+                self.assertLess(cpu["tcp-binary"], cpu["http-json"])
                 for ch in ("tcp-binary", "http-binary", "http-json"):
-                    self.assertLess(rate["http-xml"], rate[ch])
                     self.assertGreater(cpu["http-xml"], cpu[ch])
-                # Raw TCP + binary against the reference's other encodings (JSON, SOAP/XML over HTTP): once
-                # there is data to encode, faster and cheaper in CPU, by far. On the one-integer call the
-                # channels differ by a few microseconds of parsing in ~30 us of system calls and scheduling:
-                # the driver prints that comparison, but a busy machine can swap tcp-binary, http-binary and
-                # http-json there, so it is not asserted.
                 if m == "GetCustomers":
-                    self.assertGreater(rate["tcp-binary"], rate["http-json"])
-                    self.assertLess(cpu["tcp-binary"], cpu["http-json"])
                     self.assertLess(cpu["http-json"], cpu["http-xml"])
+                    # Throughput: TCP + binary ahead of JSON and XML, XML behind everything.
+                    self.assertGreater(rate["tcp-binary"], rate["http-json"])
+                    for ch in ("tcp-binary", "http-binary", "http-json"):
+                        self.assertLess(rate["http-xml"], rate[ch])
+                    # The same binary body over HTTP (a channel the samples add to separate transport from
+                    # encoding) costs about the same as raw TCP here: not asserted either way.
 
 if __name__ == "__main__":
     unittest.main()
