@@ -36,7 +36,8 @@ class StoreBuilder {
   }
   ~StoreBuilder() {
     if (db_) sqlite3_close(db_);
-    std::filesystem::remove(path_);
+    // A read-only reader of a WAL store leaves -wal and -shm behind (it may not checkpoint).
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path_ + suffix);
   }
   // Commits and returns the path (the builder keeps the file until it is destroyed).
   const std::string& done() {
