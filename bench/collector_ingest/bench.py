@@ -56,6 +56,19 @@ def raw_run(tmp, i):
     return N / secs
 
 
+def writer_run(tmp, i):
+    """Diagnostic: the store's Writer alone (no ZeroMQ, no decoding) on the same batches."""
+    db = os.path.join(tmp, f"writer{i}.db")
+    out = subprocess.run([SENDER, "--writer-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
+                          "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                         check=True, capture_output=True, text=True).stdout
+    assert counts(db) == (N, N * STEPS), counts(db)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    return N / json.loads(out)["seconds"]
+
+
 def collector_run(tmp, i):
     db = os.path.join(tmp, f"col{i}.db")
     ep = f"ipc://{tmp}/c{i}.sock"
@@ -65,7 +78,7 @@ def collector_run(tmp, i):
     while not os.path.exists(ep[len("ipc://"):]):
         if time.monotonic() > deadline:
             raise RuntimeError("collector did not start")
-        time.sleep(0.01)
+        time.sleep(0.02)
     sender = subprocess.Popen([SENDER, "--endpoint", ep, "--transactions", str(N), "--steps", str(STEPS),
                                "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -74,7 +87,7 @@ def collector_run(tmp, i):
     while True:
         if os.path.exists(db) and stored_so_far(db) >= N:
             break
-        time.sleep(0.01)
+        time.sleep(0.02)
     secs = time.perf_counter() - t0
     sender.communicate()
     col.send_signal(signal.SIGINT)
@@ -91,16 +104,20 @@ def collector_run(tmp, i):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="txray-bench-ingest-") as tmp:
-        raw, col = [], []
+        raw, col, wr = [], [], []
         for i in range(RUNS):
             raw.append(raw_run(tmp, i))
             col.append(collector_run(tmp, i))
-            print(f"  run {i + 1}: raw SQLite {raw[-1]:,.0f} tx/s   collector {col[-1]:,.0f} tx/s", flush=True)
-    r, c = statistics.median(raw), statistics.median(col)
+            wr.append(writer_run(tmp, i))
+            print(f"  run {i + 1}: raw SQLite {raw[-1]:,.0f} tx/s   collector {col[-1]:,.0f} tx/s   "
+                  f"(store writer alone {wr[-1]:,.0f} tx/s)", flush=True)
+    r, c, w = statistics.median(raw), statistics.median(col), statistics.median(wr)
     print(f"collector ingest of {N:,} {STEPS}-step transactions ({PER_BATCH} per message), median of {RUNS} runs:")
     print(f"  raw SQLite inserts (baseline): {r:>10,.0f} tx/s")
     print(f"  txray collect (ZeroMQ->SQLite): {c:>9,.0f} tx/s")
     print(f"  ratio collector/raw: {c / r:.1%}   (target >= 80%; no loss: every row counted)")
+    print(f"  diagnostic: the store's writer alone (no ZeroMQ, no decode): {w:,.0f} tx/s = {w / r:.1%} of raw")
+    print(f"  machine load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

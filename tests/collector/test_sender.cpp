@@ -16,13 +16,14 @@
 #include "ids.h"
 #include "store.h"
 #include "synthetic.h"
+#include "writer.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  std::string endpoint, raw_db, write_dir;
+  std::string endpoint, raw_db, write_dir, writer_db;
   uint64_t transactions = 100, per_batch = 50, seed = 1;
   int steps = 10;
   std::string app = "synthetic";
@@ -170,6 +171,28 @@ double raw_insert(const Args& a, const std::vector<txray::v1::Batch>& batches) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Diagnostic: the store's Writer alone on the same batches (no ZeroMQ, no decoding), commits every
+// `commit_rows` rows like the collector.
+double writer_insert(const Args& a, const std::vector<txray::v1::Batch>& batches) {
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  txray::Db db = txray::open_store(a.writer_db, txray::OpenMode::kCreate);
+  txray::Writer w(db);
+  auto t0 = Clock::now();
+  size_t rows = 0;
+  w.begin();
+  for (const auto& b : batches) {
+    auto c = w.write(b, 1);
+    rows += c.transactions + c.steps;
+    if (rows >= 50000) {
+      w.commit();
+      w.begin();
+      rows = 0;
+    }
+  }
+  w.commit();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,7 +201,9 @@ int main(int argc, char** argv) {
   auto* ep = app.add_option("--endpoint", a.endpoint, "collector endpoint");
   auto* raw = app.add_option("--raw-sqlite", a.raw_db, "insert into this fresh SQLite file instead of sending");
   auto* wd = app.add_option("--write-dir", a.write_dir, "write each message to a file here (a fuzz seed corpus)");
-  ep->excludes(raw)->excludes(wd);
+  auto* wr = app.add_option("--writer-sqlite", a.writer_db, "insert with the store's Writer (no ZeroMQ): a diagnostic");
+  ep->excludes(raw)->excludes(wd)->excludes(wr);
+  wr->excludes(raw)->excludes(wd);
   raw->excludes(wd);
   app.add_option("--transactions", a.transactions, "well-formed transactions to send");
   app.add_option("--per-batch", a.per_batch, "transactions per message")->check(CLI::Range(1, 100000));
@@ -194,7 +219,7 @@ int main(int argc, char** argv) {
   app.add_flag("--print-txids", a.print_txids, "list the txids sent");
   app.add_flag("--linked", a.linked, "make pairs of caller and callee transactions (one trace per pair)");
   CLI11_PARSE(app, argc, argv);
-  if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty()) {
+  if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty() && a.writer_db.empty()) {
     std::fprintf(stderr, "txray-test-sender: give --endpoint, --raw-sqlite or --write-dir\n");
     return 2;
   }
@@ -203,6 +228,8 @@ int main(int argc, char** argv) {
   double secs;
   if (!a.raw_db.empty()) {
     secs = raw_insert(a, batches);
+  } else if (!a.writer_db.empty()) {
+    secs = writer_insert(a, batches);
   } else {
     std::vector<std::string> messages;
     std::mt19937_64 rng(a.seed ^ 0x5eed);
