@@ -47,6 +47,15 @@ HttpClientConn* http_conn(FdSlot* s) {
   return (c && !c->tracker.opaque()) ? c : nullptr;
 }
 
+// A row opened for a request whose head never went out completely ends here, failed.
+void drop_preopened(HttpClientConn* c) {
+  if (live(c->sink.preopened)) {
+    rec::set_error(c->sink.preopened, "connection closed before the request was sent");
+    rec::close(c->sink.preopened);
+  }
+  c->sink.preopened = StepRef{};
+}
+
 const char* first_bytes(const iovec* iov, int cnt, size_t* n) {
   for (int i = 0; i < cnt; ++i)
     if (iov[i].iov_len) {
@@ -94,6 +103,7 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   }
   c->tracker = HttpClientTracker{};
   c->inj.clear();
+  drop_preopened(c);
   // IPv6 literals need brackets in a URL.
   bool v6 = addr.find(':') != std::string_view::npos;
   snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
@@ -124,6 +134,9 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
       line_len = format_traceparent_line(trace, span, line, sizeof line);
       // the program's offset of p0[pos]: the bytes of the empty iovecs before it count 0
       at = pos;
+      // This write starts a request: its row starts now (kept if the write has to be retried).
+      if (!inside_curl() && !c->tracker.request_in_progress() && !live(c->sink.preopened))
+        c->sink.preopened = rec::open(tx, StepKind::HTTP_CALL);
     }
   }
   if (at == HeaderInjector::kNoInsert && !c->inj.has_pending()) {
@@ -204,6 +217,7 @@ void on_close(FdSlot* s) {
   if (!c) return;
   int saved = errno;
   if (!c->tracker.opaque()) c->tracker.on_end(c->sink);
+  drop_preopened(c);
   c->tracker = HttpClientTracker{};
   c->inj.clear();
   errno = saved;
@@ -215,9 +229,14 @@ void on_close(FdSlot* s) {
 
 void CallSink::on_request(HttpCall& c, const HttpRequestHead& h) {
   if (http_out::inside_curl()) return;  // the curl hook records this transfer
-  Transaction* tx = rec::current();
-  if (!tx) return;
-  c.step = rec::open(tx, StepKind::HTTP_CALL);
+  if (http_out::live(preopened)) {
+    c.step = preopened;
+  } else {
+    Transaction* tx = rec::current();
+    if (!tx) return;
+    c.step = rec::open(tx, StepKind::HTTP_CALL);
+  }
+  preopened = StepRef{};
   if (!c.step) return;
   if (!c.span_id) c.span_id = rec::new_id();  // not propagated: still an id for the row
   rec::set_id(c.step, c.span_id);

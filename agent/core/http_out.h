@@ -34,6 +34,9 @@ class CallSink : public HttpClientSink {
  public:
   const char* scheme = "http";
   char peer[72] = "";  // "addr:port", the URL's host when a request has no Host header
+  // A row opened before the write that starts a request (write_through), so that the call's elapsed
+  // time includes sending it; the request's head then takes it over in on_request.
+  StepRef preopened;
 
   void on_request(HttpCall& c, const HttpRequestHead& h) override;
   void on_first_byte(HttpCall& c) override;

@@ -200,3 +200,23 @@ TEST_F(HttpOutTest, CloseEndsAnUnfinishedCallWithAnError) {
   EXPECT_EQ(call->status, 0);
   EXPECT_FALSE(call->error.empty());
 }
+
+TEST_F(HttpOutTest, RequestNeverSentEndsItsRowFailed) {
+  Transaction* t = begin();
+  kernel.eagain_next = true;
+  EXPECT_EQ(program_write(*slot, kReq, 0), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  http_out::on_close(slot.get());  // the program gives up
+  rec::add(t, StepKind::MESSAGE, "after");
+  tx::end(t, 200, "");
+  const Transaction& done = *g_done.at(0);
+  int call_index = -1;
+  for (size_t i = 0; i < done.steps.size(); ++i)
+    if (done.steps[i].kind == StepKind::HTTP_CALL) call_index = int(i);
+  ASSERT_GE(call_index, 0);
+  EXPECT_EQ(done.steps[size_t(call_index)].error, "connection closed before the request was sent");
+  // the failed row is closed: later rows do not nest under it
+  for (const Step& s : done.steps)
+    if (s.kind == StepKind::MESSAGE) EXPECT_EQ(s.parent, -1);
+  EXPECT_TRUE(kernel.wire.empty());
+}
