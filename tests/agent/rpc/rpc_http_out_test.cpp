@@ -217,7 +217,9 @@ TEST_F(HttpOutTest, RequestNeverSentEndsItsRowFailed) {
   EXPECT_EQ(done.steps[size_t(call_index)].error, "connection closed before the request was sent");
   // the failed row is closed: later rows do not nest under it
   for (const Step& s : done.steps) {
-    if (s.kind == StepKind::MESSAGE) EXPECT_EQ(s.parent, -1);
+    if (s.kind == StepKind::MESSAGE) {
+      EXPECT_EQ(s.parent, -1);
+    }
   }
   EXPECT_TRUE(kernel.wire.empty());
 }
