@@ -19,16 +19,22 @@ cleanup() { kill "$SERVER" "$COLLECTOR" 2>/dev/null || true; wait "$SERVER" "$CO
 trap cleanup EXIT
 sleep 0.5
 
-bare=(); agent=()
+bare=(); agent=(); bare_cpu=(); agent_cpu=()
 for r in $(seq "$ROUNDS"); do
-  bare+=("$("$BIN" --call "$PORT" "$CALLS" "$BATCH" | awk '{print $2}')")
-  agent+=("$(LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/c.sock" TXRAY_APP=bench-http-call \
-             "$BIN" --call "$PORT" "$CALLS" "$BATCH" | awk '{print $2}')")
+  read -r _ w _ c < <("$BIN" --call "$PORT" "$CALLS" "$BATCH")
+  bare+=("$w"); bare_cpu+=("$c")
+  read -r _ w _ c < <(LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/c.sock" TXRAY_APP=bench-http-call \
+                      "$BIN" --call "$PORT" "$CALLS" "$BATCH")
+  agent+=("$w"); agent_cpu+=("$c")
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
-echo "http_call: $CALLS keep-alive GET calls on loopback per run, $ROUNDS rounds, a transaction per $BATCH calls"
-echo "  bare runs (ns/call):   ${bare[*]}"
-echo "  agent runs (ns/call):  ${agent[*]}"
-printf '  median bare %s ns/call, with agent %s ns/call, added %s ns/call (target < 3000)\n' \
-  "$mb" "$ma" "$((ma - mb))"
+cb=$(median "${bare_cpu[@]}"); ca=$(median "${agent_cpu[@]}")
+echo "http_call: $CALLS keep-alive GET calls on loopback per run, $ROUNDS rounds alternating, a transaction per $BATCH calls"
+echo "  wall ns/call   bare:  ${bare[*]}"
+echo "  wall ns/call   agent: ${agent[*]}"
+echo "  thread CPU ns/call bare:  ${bare_cpu[*]}"
+echo "  thread CPU ns/call agent: ${agent_cpu[*]}"
+printf '  median wall:       bare %6s  agent %6s  added %6s ns/call (target < 3000)\n' "$mb" "$ma" "$((ma - mb))"
+printf '  median thread CPU: bare %6s  agent %6s  added %6s ns/call\n' "$cb" "$ca" "$((ca - cb))"
+echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"
