@@ -6,6 +6,13 @@ The collector's time runs from the moment the sender starts sending (its batches
 serialized before) until every transaction is stored (polled with SELECT count(*)); the raw time is the
 inserts plus COMMIT. Prints both rates (transactions/s), medians of RUNS runs, and the ratio; checks that
 no row was lost. Target: collector >= 80% of raw.
+
+The machine is shared (other builds and tests run beside the benchmark), and wall-clock rates then
+measure the neighbours as much as txray. So the CPU time is printed too: the raw inserter's thread, and
+the collector's threads (receiving+decoding thread "txray", writer thread "txray-writer", libzmq's I/O
+threads) read from /proc over the same window. The collector is a two-stage pipeline, so on two
+otherwise idle cores its rate is bounded by its busiest thread: N / max(thread CPU) is printed as the
+"CPU-bound rate" beside the raw inserter's N / CPU.
 Environment: TXRAY_BENCH_TX (default 50000), TXRAY_BENCH_RUNS (default 5)."""
 import json
 import os
@@ -45,15 +52,40 @@ def stored_so_far(db):
         con.close()
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid):
+    """{thread name: CPU seconds} of a live process, threads of one name added up."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+        key = "zmq" if name.startswith("ZMQ") else name
+        out[key] = out.get(key, 0.0) + cpu
+    return out
+
+
+def remove_db(db):
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
 def raw_run(tmp, i):
     db = os.path.join(tmp, f"raw{i}.db")
-    out = subprocess.run([SENDER, "--raw-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
-                          "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
-                         check=True, capture_output=True, text=True).stdout
-    secs = json.loads(out)["seconds"]
+    out = json.loads(subprocess.run([SENDER, "--raw-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
+                                     "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                                    check=True, capture_output=True, text=True).stdout)
     assert counts(db) == (N, N * STEPS), counts(db)
-    os.remove(db)
-    return N / secs
+    remove_db(db)
+    return N / out["seconds"], out["cpu_seconds"]
 
 
 def writer_run(tmp, i):
@@ -63,10 +95,9 @@ def writer_run(tmp, i):
                           "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
                          check=True, capture_output=True, text=True).stdout
     assert counts(db) == (N, N * STEPS), counts(db)
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
-    return N / json.loads(out)["seconds"]
+    remove_db(db)
+    out = json.loads(out)
+    return N / out["seconds"], out["cpu_seconds"]
 
 
 def collector_run(tmp, i):
@@ -84,11 +115,14 @@ def collector_run(tmp, i):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sender.stderr.readline()  # "sending N messages": generation is done
     t0 = time.perf_counter()
+    cpu0 = thread_cpu(col.pid)
     while True:
         if os.path.exists(db) and stored_so_far(db) >= N:
             break
         time.sleep(0.02)
     secs = time.perf_counter() - t0
+    cpu1 = thread_cpu(col.pid)
+    cpu = {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1}
     sender.communicate()
     col.send_signal(signal.SIGINT)
     col.communicate(timeout=60)
@@ -96,27 +130,39 @@ def collector_run(tmp, i):
     stored = counts(db)
     if stored != (N, N * STEPS):
         raise AssertionError(f"lost rows: stored {stored}, sent {(N, N * STEPS)}")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
-    return N / secs
+    remove_db(db)
+    return N / secs, cpu
 
 
 def main():
     with tempfile.TemporaryDirectory(prefix="txray-bench-ingest-") as tmp:
-        raw, col, wr = [], [], []
+        raw, col, wr, raw_cpu, col_cpu, wr_cpu = [], [], [], [], [], []
         for i in range(RUNS):
-            raw.append(raw_run(tmp, i))
-            col.append(collector_run(tmp, i))
-            wr.append(writer_run(tmp, i))
-            print(f"  run {i + 1}: raw SQLite {raw[-1]:,.0f} tx/s   collector {col[-1]:,.0f} tx/s   "
-                  f"(store writer alone {wr[-1]:,.0f} tx/s)", flush=True)
+            rate, cpu = raw_run(tmp, i)
+            raw.append(rate)
+            raw_cpu.append(cpu)
+            rate, cpu = collector_run(tmp, i)
+            col.append(rate)
+            col_cpu.append(cpu)
+            rate, cpu = writer_run(tmp, i)
+            wr.append(rate)
+            wr_cpu.append(cpu)
+            threads = "  ".join(f"{k} {v:.2f}s" for k, v in sorted(col_cpu[-1].items()))
+            print(f"  run {i + 1}: raw SQLite {raw[-1]:,.0f} tx/s (CPU {raw_cpu[-1]:.2f}s)   collector {col[-1]:,.0f} tx/s "
+                  f"(CPU {threads})   store writer alone {wr[-1]:,.0f} tx/s", flush=True)
     r, c, w = statistics.median(raw), statistics.median(col), statistics.median(wr)
+    r_cpu = statistics.median(raw_cpu)
+    busiest = statistics.median(max(v for k, v in cpu.items()) for cpu in col_cpu)
+    total = statistics.median(sum(cpu.values()) for cpu in col_cpu)
     print(f"collector ingest of {N:,} {STEPS}-step transactions ({PER_BATCH} per message), median of {RUNS} runs:")
     print(f"  raw SQLite inserts (baseline): {r:>10,.0f} tx/s")
     print(f"  txray collect (ZeroMQ->SQLite): {c:>9,.0f} tx/s")
     print(f"  ratio collector/raw: {c / r:.1%}   (target >= 80%; no loss: every row counted)")
-    print(f"  diagnostic: the store's writer alone (no ZeroMQ, no decode): {w:,.0f} tx/s = {w / r:.1%} of raw")
+    print(f"  CPU-bound rates: raw {N / r_cpu:,.0f} tx/s per CPU-second; collector's busiest thread "
+          f"{N / busiest:,.0f} tx/s -> {r_cpu / busiest:.1%} of raw (collector CPU in all threads: "
+          f"{total / r_cpu:.2f}x raw's)")
+    print(f"  diagnostic: the store's writer alone (no ZeroMQ, no decode): {w:,.0f} tx/s = {w / r:.1%} of raw "
+          f"(CPU {statistics.median(wr_cpu):.2f}s vs raw {r_cpu:.2f}s)")
     print(f"  machine load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

@@ -187,6 +187,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    pthread_setname_np(pthread_self(), "txray-writer");  // named for top/perf and the ingest benchmark
     writer_loop(writer, queue, opts, stats);
   });
 
