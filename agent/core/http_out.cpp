@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -25,6 +26,28 @@ namespace http_out {
 namespace {
 
 thread_local uint64_t t_call_span __attribute__((tls_model("initial-exec"))) = 0;
+
+// Requests written inside libcurl's multi interface with an inserted header: (span id, URL), oldest
+// overwritten first.
+struct CurlRequest {
+  uint64_t span = 0;
+  std::string url;
+};
+constexpr size_t kCurlRequests = 64;
+struct CurlRequests {
+  CurlRequest r[kCurlRequests];
+  size_t next = 0;
+};
+// Allocated by the first multi-interface request of a thread (most threads never need it).
+thread_local std::unique_ptr<CurlRequests> t_curl;
+
+void remember_curl_request(uint64_t span, std::string url) {
+  if (!t_curl) t_curl.reset(new (std::nothrow) CurlRequests);
+  if (!t_curl) return;
+  CurlRequest& r = t_curl->r[t_curl->next++ % kCurlRequests];
+  r.span = span;
+  r.url = std::move(url);
+}
 
 bool env_flag(const char* name, bool dflt) {
   const char* v = getenv(name);
@@ -88,6 +111,21 @@ bool mask_query() {
 }
 
 void set_call_span(uint64_t span_id) { t_call_span = span_id; }
+
+uint64_t claim_curl_span(std::string_view url) {
+  // the oldest unclaimed request of that URL: transfers of one URL end in the order they started
+  // often enough, and any of them is a call to the same place
+  if (!t_curl) return 0;
+  for (size_t i = 0; i < kCurlRequests; ++i) {
+    CurlRequest& r = t_curl->r[(t_curl->next + i) % kCurlRequests];
+    if (r.span && r.url == url) {
+      uint64_t span = r.span;
+      r.span = 0;
+      return span;
+    }
+  }
+  return 0;
+}
 
 void on_connect(FdSlot* s, std::string_view addr, int port) {
   int saved = errno;
@@ -228,7 +266,11 @@ void on_close(FdSlot* s) {
 // ---------------------------------------------------------------------------------------------------
 
 void CallSink::on_request(HttpCall& c, const HttpRequestHead& h) {
-  if (http_out::inside_curl()) return;  // the curl hook records this transfer
+  if (http_out::inside_curl()) {  // the curl hook records this transfer
+    if (c.span_id && !http_out::t_call_span)
+      http_out::remember_curl_request(c.span_id, http_call_url(scheme, h.host, h.target, peer, http_out::mask_query()));
+    return;
+  }
   if (http_out::live(preopened)) {
     c.step = preopened;
   } else {

@@ -81,5 +81,11 @@ void on_close(FdSlot* s);
 // Id for the traceparent inserted by the calling thread until reset to 0 (the curl hook's step).
 void set_call_span(uint64_t span_id);
 
+// libcurl's multi interface: its rows are made when a transfer's handle is removed, long after its
+// request was written. The span ids inserted meanwhile (with no set_call_span) are kept per thread with
+// the request's URL (as http_call_url writes it), and the curl hook claims the one of its transfer, so
+// that those calls link to their callees too. Returns 0 when none matches.
+uint64_t claim_curl_span(std::string_view url);
+
 }  // namespace http_out
 }  // namespace txray

@@ -7,7 +7,8 @@
 // - The multi interface (curl_multi_perform / curl_multi_socket_action, as `curl -Z` uses): transfers
 //   overlap, so they cannot nest; each finished transfer adds one row when the program removes its
 //   handle (curl_multi_remove_handle), with curl's total time as its elapsed. The transfer's result
-//   code comes from curl_multi_info_read.
+//   code comes from curl_multi_info_read; its span id is the one inserted into its request (found by
+//   URL, http_out::claim_curl_span), so these calls link to their callees too.
 // While any of these runs, the http_call hook family is held: the plain-socket HTTP tracking
 // (http_out.cpp) then records no row of its own for curl's bytes (no call is counted twice), and the
 // TLS hooks pass curl's SSL_read/SSL_write through.
@@ -17,6 +18,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <string>
 
 #include "../core/http_client.h"
 #include "../core/http_out.h"
@@ -56,8 +58,9 @@ void add_us_attr(const txray::StepRef& s, const char* key, curl_off_t us) {
   txray::rec::add_attr(s, key, v);
 }
 
-// Fills a row from what libcurl knows about the transfer. Returns curl's total time in µs.
-curl_off_t describe(const txray::StepRef& s, CURL* h, CURLcode rc, bool rc_known) {
+// Fills a row from what libcurl knows about the transfer. Returns curl's total time in µs; *text is
+// the row's text (the masked effective URL).
+curl_off_t describe(const txray::StepRef& s, CURL* h, CURLcode rc, bool rc_known, std::string* text = nullptr) {
   auto getinfo = TXRAY_REAL(curl_easy_getinfo, kLib);
   if (!getinfo) return 0;
   char* url = nullptr;
@@ -78,7 +81,11 @@ curl_off_t describe(const txray::StepRef& s, CURL* h, CURLcode rc, bool rc_known
   getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &t_ttfb);
   getinfo(h, CURLINFO_TOTAL_TIME_T, &t_total);
 
-  if (url) txray::rec::set_text(s, txray::http_call_url("", "", url, "", txray::http_out::mask_query()));
+  if (url) {
+    std::string u = txray::http_call_url("", "", url, "", txray::http_out::mask_query());
+    txray::rec::set_text(s, u);
+    if (text) *text = std::move(u);
+  }
   if (method) txray::rec::add_attr(s, "method", method);
   txray::rec::set_status(s, static_cast<int32_t>(status));
   // Plaintext HTTP bytes: response head + body read, request head + body written.
@@ -166,8 +173,11 @@ extern "C" CURLMcode curl_multi_remove_handle(CURLM* m, CURL* easy) {
     // removed again, or aborted before starting): no row.
     if (known || status != 0) {
       txray::StepRef s = txray::rec::add(tx, txray::StepKind::HTTP_CALL);
-      txray::rec::set_id(s, txray::rec::new_id());
-      curl_off_t total_us = describe(s, easy, rc, known);
+      std::string url;
+      curl_off_t total_us = describe(s, easy, rc, known, &url);
+      // the id sent in this transfer's traceparent, when the agent inserted one (plain HTTP)
+      uint64_t span = txray::http_out::claim_curl_span(url);
+      txray::rec::set_id(s, span ? span : txray::rec::new_id());
       uint64_t elapsed = static_cast<uint64_t>(total_us > 0 ? total_us : 0) * 1000;
       txray::rec::set_elapsed(s, elapsed);
       txray::rec::add_totals(tx, {.call_ns = elapsed, .call_count = 1});

@@ -2,14 +2,15 @@
 python3 http.server: a DNS row for the name asked (the machine's host name: curl answers "localhost"
 itself, without the resolver), one HTTP_CALL per transfer with curl's status and
 byte counts, the SOCKET row of the transfer nested under its call; `curl -Z` (libcurl's multi
-interface) gives one HTTP_CALL per URL. curl's own output is the same with and without the agent.
+interface) gives one HTTP_CALL per URL, each linked to the transaction it caused in a traced server.
+curl's own output is the same with and without the agent.
 """
 import os
 import socket
 import subprocess
 import unittest
 
-from txraytest import (PYTHON, TXRAY, Collector, TxrayTestCase, bare_env, check_sums, free_port, show_json,
+from txraytest import (PYTHON, TXRAY, Collector, TxrayTestCase, agent_env, bare_env, check_sums, free_port, show_json,
                        wait_port, wait_transactions)
 
 CURL = "/usr/bin/curl"
@@ -75,24 +76,35 @@ class CurlTest(TxrayTestCase):
                             for s in sockets), f"no SOCKET row nested under the call: {sockets}")
 
     def test_parallel_transfers(self):
+        """curl -Z (multi interface) against a server under the agent: one row per URL, each linked."""
         names = sorted(SIZES)
-        args = ["-s", "-Z"]
-        for n in names:
-            args += ["-o", "/dev/null", f"http://127.0.0.1:{self.port}/{n}"]
         with Collector(self.tmp) as col:
+            port = free_port()
+            self.spawn([PYTHON, "-m", "http.server", "--bind", "127.0.0.1", str(port)], cwd=self.www,
+                       env=agent_env(col.endpoint, app="web"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_port(port)
+            args = ["-s", "-Z"]
+            for n in names:
+                args += ["-o", "/dev/null", f"http://127.0.0.1:{port}/{n}"]
             self.run_curl(col, args)
-            wait_transactions(col.db, 1)
-        [tx] = show_json(col.db, "--last", "5")
+            wait_transactions(col.db, 1 + len(names))
+        txs = show_json(col.db, "--last", "10")
+        [tx] = [t for t in txs if t["app"] == "curl"]
+        served = {t["txid"]: t for t in txs if t["app"] == "web"}
         check_sums(self, tx)
         calls = [s for s in tx["steps"] if s["kind"] == "HTTP_CALL"]
         self.assertEqual(len(calls), len(names), [s["text"] for s in calls])
         by_url = {c["url"]: c for c in calls}
         for n in names:
-            c = by_url[f"http://127.0.0.1:{self.port}/{n}"]
+            c = by_url[f"http://127.0.0.1:{port}/{n}"]
             self.assertEqual(c["status"], 200)
             self.assertGreater(c["bytes_read"], SIZES[n])
-        self.assertEqual(tx["call_count"] if "call_count" in tx else len(calls), len(names))
-
+            self.assertIn("callee_txid", c, f"{n}: not linked")
+            callee = served[c["callee_txid"]]
+            self.assertEqual(callee["name"], f"GET /{n}")
+            self.assertEqual(callee["parent_span_id"], c["span_id"])
+            self.assertEqual(callee["trace_id"], tx["trace_id"])
+        self.assertEqual(tx["call_count"], len(names))
 
 if __name__ == "__main__":
     unittest.main()
