@@ -416,16 +416,20 @@ void HttpClientTracker::finish_oldest(HttpClientSink& sink, std::string_view err
   resp_status_ = 0;
 }
 
+// Loops over outstanding calls are bounded by kMaxOutstanding: a connection used by two threads at once
+// (not expected of HTTP/1.x clients) may leave count_ inconsistent; it must still never loop for long.
 void HttpClientTracker::on_end(HttpClientSink& sink, std::string_view error) {
   if (count_ > 0 && resp_ == Resp::kBodyToEof) finish_oldest(sink, error);
-  while (count_ > 0)
+  for (size_t i = 0; i < kMaxOutstanding && count_ > 0; ++i)
     finish_oldest(sink, error.empty() ? std::string_view("connection closed before the response ended") : error);
+  count_ = 0;
   req_ = Req::kIdle;
   req_line_.clear();
 }
 
 void HttpClientTracker::give_up(HttpClientSink& sink, std::string_view error) {
-  while (count_ > 0) finish_oldest(sink, error);
+  for (size_t i = 0; i < kMaxOutstanding && count_ > 0; ++i) finish_oldest(sink, error);
+  count_ = 0;
   opaque_ = true;
   req_line_.clear();
   req_line_.shrink_to_fit();

@@ -11,6 +11,8 @@
 // for HEAD, 1xx, 204 and 304; interim 1xx responses before the final one; 101 and a successful CONNECT
 // end the call and turn the connection opaque (a tunnel is not HTTP any more). A connection whose
 // first bytes are not an HTTP method is marked opaque at once and costs one branch per call afterwards.
+// One tracker follows one connection, used by one thread at a time (as HTTP/1.x clients do); a
+// connection written and read by two threads at once may get its calls wrong, never unsafe memory.
 #pragma once
 
 #include <cstddef>
