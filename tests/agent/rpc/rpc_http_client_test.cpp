@@ -321,3 +321,99 @@ TEST(HttpClientDetect, MethodsAndPrefixes) {
   EXPECT_FALSE(looks_like_http_request("GETX", 4));
   EXPECT_FALSE(looks_like_http_request("\x16\x03", 2));
 }
+
+// Randomized exchanges on one keep-alive connection: random methods, bodies, statuses, framings and
+// splits; every call must end with the status and byte counts the generator knows.
+TEST(HttpClient, RandomExchangesSplitAnywhere) {
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  auto rnd = [&seed](uint64_t n) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed % n;
+  };
+  auto feed = [&](HttpClientTracker& t, Recorder& r, const std::string& s, bool sent) {
+    size_t i = 0;
+    while (i < s.size()) {
+      size_t k = std::min<size_t>(1 + rnd(40), s.size() - i);
+      if (sent) t.on_sent(s.data() + i, k, r);
+      else t.on_received(s.data() + i, k, r);
+      i += k;
+    }
+  };
+  for (int round = 0; round < 50; ++round) {
+    HttpClientTracker t;
+    Recorder r;
+    std::vector<std::pair<int, size_t>> expected;  // status, response bytes
+    for (int call = 0; call < 20; ++call) {
+      const char* methods[] = {"GET", "HEAD", "POST", "PUT"};
+      std::string method = methods[rnd(4)];
+      std::string body(method == "POST" || method == "PUT" ? rnd(300) : 0, 'b');
+      std::string req = method + " /r/" + std::to_string(call) + " HTTP/1.1\r\nHost: h\r\n";
+      if (!body.empty() && rnd(2)) {
+        req += "Transfer-Encoding: chunked\r\n\r\n";
+        size_t i = 0;
+        while (i < body.size()) {
+          size_t k = std::min<size_t>(1 + rnd(100), body.size() - i);
+          char hex[16];
+          snprintf(hex, sizeof hex, "%zx", k);
+          req += std::string(hex) + "\r\n" + body.substr(i, k) + "\r\n";
+          i += k;
+        }
+        req += "0\r\n\r\n";
+      } else {
+        if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+        req += "\r\n" + body;
+      }
+      const int statuses[] = {200, 201, 204, 304, 404, 500};
+      int status = statuses[rnd(6)];
+      std::string resp = rnd(4) == 0 ? "HTTP/1.1 100 Continue\r\n\r\n" : "";
+      std::string rbody(rnd(500), 'r');
+      bool no_body = method == "HEAD" || status == 204 || status == 304;
+      resp += "HTTP/1.1 " + std::to_string(status) + " X\r\nServer: s\r\n";
+      if (!no_body && rnd(2)) {
+        resp += "Transfer-Encoding: chunked\r\n\r\n";
+        size_t i = 0;
+        while (i < rbody.size()) {
+          size_t k = std::min<size_t>(1 + rnd(200), rbody.size() - i);
+          char hex[16];
+          snprintf(hex, sizeof hex, "%zX", k);
+          resp += std::string(hex) + "\r\n" + rbody.substr(i, k) + "\r\n";
+          i += k;
+        }
+        resp += "0\r\n\r\n";
+      } else {
+        resp += "Content-Length: " + std::to_string(rbody.size()) + "\r\n\r\n";
+        if (!no_body) resp += rbody;
+      }
+      feed(t, r, req, true);
+      feed(t, r, resp, false);
+      expected.emplace_back(status, resp.size());
+      ASSERT_EQ(r.ended.size(), expected.size()) << "round " << round << " call " << call << "\n" << req << resp;
+      EXPECT_EQ(r.ended.back().status, status);
+      EXPECT_EQ(r.ended.back().resp_bytes, resp.size());
+      EXPECT_EQ(r.ended.back().req_bytes, req.size());
+      EXPECT_EQ(r.ended.back().error, "");
+    }
+  }
+}
+
+// Garbage never makes the tracker misbehave: it turns opaque or ignores what it cannot use.
+TEST(HttpClient, GarbageAfterARequest) {
+  uint64_t seed = 12345;
+  for (int round = 0; round < 200; ++round) {
+    HttpClientTracker t;
+    Recorder r;
+    send(t, r, kGet);
+    std::string junk;
+    for (int i = 0; i < 300; ++i) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      junk.push_back(static_cast<char>(seed >> 56));
+    }
+    recv(t, r, junk, 1 + round % 17);
+    send(t, r, junk, 7);
+    t.on_end(r);
+    EXPECT_EQ(t.outstanding(), 0u);
+    EXPECT_LE(r.ended.size(), 1u);
+  }
+}
