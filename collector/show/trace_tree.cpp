@@ -1,7 +1,6 @@
 #include "trace_tree.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 
 namespace txray::show {
@@ -29,11 +28,18 @@ std::vector<TraceNode> trace_order(const std::vector<Transaction>& txs) {
 
   std::vector<TraceNode> out;
   std::vector<bool> seen(txs.size(), false);
-  std::function<void(size_t, int)> visit = [&](size_t i, int depth) {
-    if (seen[i]) return;
-    seen[i] = true;
-    out.push_back({i, depth});
-    for (size_t c : children[i]) visit(c, depth + 1);
+  // Depth-first with an explicit stack: a trace may be a chain of thousands of calls.
+  auto visit = [&](size_t root, int root_depth) {
+    std::vector<TraceNode> stack{{root, root_depth}};
+    while (!stack.empty()) {
+      TraceNode n = stack.back();
+      stack.pop_back();
+      if (seen[n.index]) continue;
+      seen[n.index] = true;
+      out.push_back(n);
+      for (auto it = children[n.index].rbegin(); it != children[n.index].rend(); ++it)
+        stack.push_back({*it, n.depth + 1});
+    }
   };
   std::vector<size_t> roots;
   for (size_t i = 0; i < txs.size(); ++i)

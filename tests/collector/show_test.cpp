@@ -146,5 +146,19 @@ TEST(TraceOrder, CallersBeforeCalleesByDepth) {
   EXPECT_EQ(got, want);
 }
 
+TEST(TraceOrder, LongChainsAndCyclesTerminate) {
+  std::vector<Transaction> txs(100000);
+  for (size_t i = 0; i < txs.size(); ++i) {
+    txs[i].id = static_cast<int64_t>(i + 1);
+    txs[i].txid = i + 1;
+    txs[i].parent_span_id = i;  // each the callee of the one before: one chain, 100,000 deep
+  }
+  auto order = trace_order(txs);
+  ASSERT_EQ(order.size(), txs.size());
+  EXPECT_EQ(order.back().depth, 99999);
+  txs[0].parent_span_id = txs.size();  // close the chain into a cycle: nobody is a root
+  EXPECT_EQ(trace_order(txs).size(), txs.size());
+}
+
 }  // namespace
 }  // namespace txray::show
