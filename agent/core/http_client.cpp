@@ -253,6 +253,17 @@ size_t HttpClientTracker::sent_request(const char* p, size_t n, HttpClientSink& 
   return n;
 }
 
+void HttpClientTracker::on_sent_opaque(uint64_t n, HttpClientSink& sink) {
+  if (opaque_ || n == 0) return;
+  if (req_ == Req::kBodyLength && n <= req_body_left_) {
+    req_body_left_ -= n;
+    if (HttpCall* c = newest()) c->request_bytes += n;
+    if (req_body_left_ == 0) req_ = Req::kIdle;
+    return;
+  }
+  give_up(sink, "request bytes not visible to the agent (sendfile)");
+}
+
 void HttpClientTracker::request_line(HttpClientSink& sink) {
   std::string_view line = trim(req_line_);
   size_t sp1 = line.find(' ');

@@ -71,6 +71,9 @@ class HttpClientTracker {
   // The kernel accepted these `n` bytes of the program's (inserted bytes not included). `span_id` is
   // the id the glue put into a header inserted in this request, or 0.
   void on_sent(const char* buf, size_t n, HttpClientSink& sink, uint64_t inserted_span_id = 0);
+  // The program wrote n bytes the agent cannot see (sendfile): fine as a Content-Length body, otherwise
+  // the connection can no longer be followed.
+  void on_sent_opaque(uint64_t n, HttpClientSink& sink);
   // The program read these bytes from the socket.
   void on_received(const char* buf, size_t n, HttpClientSink& sink);
   // The peer closed (read returned 0), a read failed, or the program closed the socket: ends every

@@ -226,6 +226,14 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   errno = saved;
 }
 
+void on_sent_opaque(FdSlot* s, uint64_t n) {
+  HttpClientConn* c = http_conn(s);
+  if (!c) return;
+  int saved = errno;
+  c->tracker.on_sent_opaque(n, c->sink);
+  errno = saved;
+}
+
 void on_received(FdSlot* s, const char* p, size_t n) {
   HttpClientConn* c = http_conn(s);
   if (!c) return;

@@ -72,6 +72,7 @@ inline bool has_client(const FdSlot* s) { return s->client.load(std::memory_orde
 // connection that is not HTTP.
 void on_sent(FdSlot* s, const char* p, size_t n);
 void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n);
+void on_sent_opaque(FdSlot* s, uint64_t n);  // sendfile
 void on_received(FdSlot* s, const char* p, size_t n);
 void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n);
 // The peer ended the stream (read returned 0) / the program closes the socket: ends its calls.

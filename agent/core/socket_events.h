@@ -82,6 +82,7 @@ inline void on_write_opaque(int fd, uint64_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_written(n);
   if (k == FdKind::inbound) inbound_write_opaque(s, n);
+  if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_sent_opaque(s, n);
 }
 
 // A read on fd returned 0 (end of stream): ends an outbound HTTP response that lasts until close.

@@ -417,3 +417,20 @@ TEST(HttpClient, GarbageAfterARequest) {
     EXPECT_LE(r.ended.size(), 1u);
   }
 }
+
+TEST(HttpClient, SendfileBodiesAreCountedAndAnythingElseStopsTracking) {
+  HttpClientTracker t;
+  Recorder r;
+  std::string head = "PUT /f HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n";
+  send(t, r, head);
+  t.on_sent_opaque(5000, r);  // the body by sendfile
+  recv(t, r, kOk);
+  ASSERT_EQ(r.ended.size(), 1u);
+  EXPECT_EQ(r.ended[0].req_bytes, head.size() + 5000);
+  send(t, r, kGet);  // the connection is ready for the next request
+  recv(t, r, kOk);
+  ASSERT_EQ(r.ended.size(), 2u);
+
+  t.on_sent_opaque(10, r);  // bytes outside any body: the stream can no longer be parsed
+  EXPECT_TRUE(t.opaque());
+}
