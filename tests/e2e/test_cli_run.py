@@ -59,6 +59,39 @@ class CliRunWithAgent(TxrayTestCase):
             r = txray_run("--collector", c.endpoint, "--", "/bin/sh", "-c", "exit 3", env=bare_env())
         self.assertEqual(r.returncode, 3, r.stderr)
 
+    def test_http_server_under_txray_run(self):
+        site = os.path.join(self.tmp, "site")
+        os.mkdir(site)
+        sizes = [0, 1, 1000, 65536, 300000]
+        for n in sizes:
+            with open(os.path.join(site, f"f{n}.bin"), "wb") as f:
+                f.write(os.urandom(n))
+        port = free_port()
+        with Collector(self.tmp) as c:
+            self.spawn([TXRAY, "run", "--collector", c.endpoint, "--app", "web", "--",
+                        PYTHON, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", site],
+                       env=bare_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_port(port)
+            received = {}
+            for n in sizes:
+                out = subprocess.run(["/usr/bin/curl", "-s", "-o", "/dev/null", "-w",
+                                      "%{size_header} %{size_download}", f"http://127.0.0.1:{port}/f{n}.bin"],
+                                     check=True, capture_output=True, text=True, env=bare_env()).stdout
+                h, b = map(int, out.split())
+                self.assertEqual(b, n)
+                received[f"GET /f{n}.bin"] = h + b
+            wait_transactions(c.db, len(sizes))
+        txs = [t for t in show_json(c.db, "--last", "100", "--app", "web") if t["name"] in received]
+        self.assertEqual(sorted(t["name"] for t in txs), sorted(received))
+        for t in txs:
+            check_sums(self, t)
+            self.assertEqual(t["status"], 200)
+            self.assertEqual(t["bytes_written"], received[t["name"]], t["name"])
+            self.assertRegex(t["client_addr"], r"^127\.0\.0\.1:\d+$")
+        text = show_text(c.db, "--slowest", "1", "--app", "web")
+        self.assertRegex(text, r"TRANSACTION +: GET /f\d+\.bin")
+        self.assertIn("STATUS         : 200", text)
+
     def test_curl_in_process_mode_gives_a_readable_profile(self):
         site = os.path.join(self.tmp, "site")
         os.mkdir(site)

@@ -2,6 +2,7 @@
 `txray show --json` returns them; SIGINT stores everything received; bad messages are counted, never fatal."""
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 
@@ -55,6 +56,13 @@ class CollectorIngest(TxrayTestCase):
         self.assertEqual(final_status(c)["stored"], 20000)
         with sqlite3.connect(c.db) as con:
             self.assertEqual(con.execute("SELECT count(*) FROM steps").fetchone()[0], 200000)
+
+    def test_sigterm_stores_everything_received_too(self):
+        c = Collector(self.tmp).start()
+        send_batches(c.endpoint, "--transactions", 5000, "--per-batch", 50)
+        c.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(c.stop(), 0)
+        self.assertEqual(count_transactions(c.db), 5000)
 
     def test_bad_messages_are_counted_and_survived(self):
         with Collector(self.tmp, extra_args=["--max-message-mib", "1"]) as c:
