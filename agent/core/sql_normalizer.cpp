@@ -41,7 +41,9 @@ class Normalizer {
         if (end != npos) {
           emit(tok);
           emit(t_[i + 1]);
-          out_.push_back({TokenKind::literal, false, "?+"});
+          // "?+" as the two tokens it reads as, so that the masked text fingerprints like itself.
+          out_.push_back({TokenKind::literal, false, "?"});
+          out_.push_back({TokenKind::punct, false, "+"});
           emit(t_[end]);
           i = end + 1;
           continue;
@@ -64,7 +66,9 @@ class Normalizer {
       emit(tok);
       if (i == values_last) {  // end of the first row of a multi-row VALUES: skip the other rows
         out_.push_back({TokenKind::punct, false, ","});
-        out_.push_back({TokenKind::punct, true, "..."});
+        out_.push_back({TokenKind::punct, true, "."});
+        out_.push_back({TokenKind::punct, false, "."});
+        out_.push_back({TokenKind::punct, false, "."});
         i = values_resume;
         values_last = values_resume = npos;
         continue;
