@@ -23,7 +23,7 @@ namespace {
 constexpr size_t kMaxBatch = 256;            // transactions per ZeroMQ message
 constexpr int kLingerMs = 200;               // bounded wait for unsent messages at close (PITFALLS 11)
 constexpr int kSndHwm = 64;                  // batches queued in libzmq at most
-constexpr uint64_t kConnectGraceNs = 500'000'000;  // first sends may wait this long for the connection
+constexpr uint64_t kConnectGraceNs = 250'000'000;  // first sends may wait this long for the connection
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;   // counters-only batch when drops changed meanwhile
 constexpr long kIdleSleepNs = 5'000'000;
 

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "test_support.h"
 
@@ -159,4 +162,75 @@ TEST_F(HttpConnTest, InboundTraceparentSetsTheTraceContext) {
   ASSERT_NE(conn.tx, nullptr);
   EXPECT_EQ(conn.tx->parent_span_id, 0xb7ad6b7169203331ull);
   EXPECT_EQ(conn.tx->trace_id[0], 0x0a);
+}
+
+// Many requests and responses of every framing on one keep-alive connection, cut at random points:
+// one transaction per request, with its exact request and response bytes.
+TEST_F(HttpConnTest, RandomSplitsOfMixedTrafficKeepExactBytes) {
+  std::mt19937 rng(12345);
+  struct Exchange {
+    std::string name, req, resp;
+    int status;
+  };
+  std::vector<Exchange> ex;
+  for (int i = 0; i < 200; ++i) {
+    Exchange e;
+    int kind = int(rng() % 5);
+    std::string path = "/r" + std::to_string(i);
+    std::string body(rng() % 300, 'b');
+    if (kind == 0) {
+      e.req = "POST " + path + " HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      e.name = "POST " + path;
+    } else if (kind == 1) {
+      e.req = "HEAD " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+      e.name = "HEAD " + path;
+    } else {
+      e.req = "GET " + path + "?i=" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+      e.name = "GET " + path;
+    }
+    switch (rng() % 4) {
+      case 0:
+        e.status = 200;
+        e.resp = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kind == 1 ? 999 : body.size()) + "\r\n\r\n" +
+                 (kind == 1 ? "" : body);
+        break;
+      case 1:
+        e.status = 201;
+        e.resp = "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n";
+        if (kind != 1) e.resp += "3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n";
+        break;
+      case 2:
+        e.status = 204;
+        e.resp = "HTTP/1.1 204 No Content\r\n\r\n";
+        break;
+      default:
+        e.status = 200;
+        e.resp = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" +
+                 std::string(kind == 1 ? "" : "ok");
+    }
+    ex.push_back(e);
+  }
+  auto feed = [&](const std::string& s, bool is_read) {
+    size_t i = 0;
+    while (i < s.size()) {
+      size_t n = 1 + rng() % 40;
+      n = std::min(n, s.size() - i);
+      if (is_read) conn.on_read(s.data() + i, n);
+      else conn.on_write(s.data() + i, n);
+      i += n;
+    }
+  };
+  for (auto& e : ex) {
+    feed(e.req, true);
+    feed(e.resp, false);
+  }
+  ASSERT_EQ(Collected::txs.size(), ex.size());
+  for (size_t i = 0; i < ex.size(); ++i) {
+    const auto& t = *Collected::txs[i];
+    EXPECT_EQ(t.name, ex[i].name) << i;
+    EXPECT_EQ(t.status, ex[i].status) << i;
+    EXPECT_EQ(t.bytes_read, ex[i].req.size()) << i;
+    EXPECT_EQ(t.bytes_written, ex[i].resp.size()) << i;
+    EXPECT_EQ(test::gap_sum(t), t.elapsed_ns);
+  }
 }
