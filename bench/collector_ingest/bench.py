@@ -30,7 +30,7 @@ SENDER = os.path.join(BUILD, "bin", "txray-test-sender")
 N = int(os.environ.get("TXRAY_BENCH_TX", "50000"))
 RUNS = int(os.environ.get("TXRAY_BENCH_RUNS", "5"))
 STEPS = 10
-PER_BATCH = 100
+PER_BATCH = int(os.environ.get("TXRAY_BENCH_PER_BATCH", "100"))
 
 
 def counts(db):
@@ -109,7 +109,7 @@ def collector_run(tmp, i):
     while not os.path.exists(ep[len("ipc://"):]):
         if time.monotonic() > deadline:
             raise RuntimeError("collector did not start")
-        time.sleep(0.02)
+        time.sleep(float(os.environ.get("TXRAY_BENCH_POLL_S", "0.02")))
     sender = subprocess.Popen([SENDER, "--endpoint", ep, "--transactions", str(N), "--steps", str(STEPS),
                                "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -119,7 +119,7 @@ def collector_run(tmp, i):
     while True:
         if os.path.exists(db) and stored_so_far(db) >= N:
             break
-        time.sleep(0.02)
+        time.sleep(float(os.environ.get("TXRAY_BENCH_POLL_S", "0.02")))
     secs = time.perf_counter() - t0
     cpu1 = thread_cpu(col.pid)
     cpu = {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1}
