@@ -1,4 +1,4 @@
-// Transactions of the core -> txray.v1 protobuf messages.
+// Transactions of the core -> one serialized txray.v1.Batch (the bytes of one ZeroMQ message).
 #pragma once
 
 #include <string>

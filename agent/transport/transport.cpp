@@ -40,9 +40,10 @@ struct State {
 
 std::atomic<State*> g_state{nullptr};
 
+// The counters only grow, so their sum changes exactly when one of them does.
 uint64_t drops_signature(const Counters& c) {
-  return c.queue_full.load() * 31 + c.send_failed.load() * 17 + c.encode_failed.load() * 7 +
-         c.internal_errors.load() * 3 + c.steps_summarized.load();
+  return c.queue_full.load() + c.send_failed.load() + c.encode_failed.load() + c.internal_errors.load() +
+         c.steps_summarized.load();
 }
 
 class Sender {
@@ -55,14 +56,14 @@ class Sender {
     batch.reserve(kMaxBatch);
     uint64_t last_sent = 0, last_sig = drops_signature(counters());
     for (;;) {
-      bool exiting = st_->exit_requested.load(std::memory_order_acquire);
+      bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
       while (batch.size() < kMaxBatch)
         if (Transaction* t = st_->queue.pop()) batch.push_back(t);
         else break;
       uint64_t now = clock::mono_ns();
       uint64_t sig = drops_signature(counters());
       if (!batch.empty() || (sig != last_sig && now - last_sent > kHeartbeatNs)) {
-        send(batch, exiting);
+        send(batch);
         for (Transaction* t : batch) delete t;
         batch.clear();
         last_sent = now;
@@ -103,7 +104,7 @@ class Sender {
     counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void send(const std::vector<Transaction*>& batch, bool exiting) {
+  void send(const std::vector<Transaction*>& batch) {
     if (!sock_) {
       counters().send_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       return;
@@ -113,15 +114,15 @@ class Sender {
       return;
     }
     if (zmq_send(sock_, buf_.data(), buf_.size(), ZMQ_DONTWAIT) >= 0) return;
-    // Right after connecting (and at exit) the connection may still be in progress: wait for it a
-    // bounded time. Later, a refused send means the collector is away: count and move on.
+    // Right after connecting the connection may still be in progress (a short-lived program sends its
+    // only batch then): wait for it a bounded time. Later, a refused send means the collector is away:
+    // count and move on.
     uint64_t since = clock::mono_ns() - opened_ns_;
     if (zmq_errno() == EAGAIN && since < kConnectGraceNs) {
       zmq_pollitem_t item{sock_, 0, ZMQ_POLLOUT, 0};
       long wait_ms = long((kConnectGraceNs - since) / 1'000'000) + 1;
       if (zmq_poll(&item, 1, wait_ms) > 0 && zmq_send(sock_, buf_.data(), buf_.size(), ZMQ_DONTWAIT) >= 0) return;
     }
-    (void)exiting;
     if (!batch.empty()) {
       counters().send_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       debug_log("batch of %zu transactions not sent: %s", batch.size(), zmq_strerror(zmq_errno()));
