@@ -157,7 +157,9 @@ def main():
     print(f"collector ingest of {N:,} {STEPS}-step transactions ({PER_BATCH} per message), median of {RUNS} runs:")
     print(f"  raw SQLite inserts (baseline): {r:>10,.0f} tx/s")
     print(f"  txray collect (ZeroMQ->SQLite): {c:>9,.0f} tx/s")
+    paired = statistics.median(cr / rr for cr, rr in zip(col, raw))
     print(f"  ratio collector/raw: {c / r:.1%}   (target >= 80%; no loss: every row counted)")
+    print(f"  median of the per-run ratios (each collector run beside the raw run before it): {paired:.1%}")
     print(f"  CPU-bound rates: raw {N / r_cpu:,.0f} tx/s per CPU-second; collector's busiest thread "
           f"{N / busiest:,.0f} tx/s -> {r_cpu / busiest:.1%} of raw (collector CPU in all threads: "
           f"{total / r_cpu:.2f}x raw's)")
