@@ -1,5 +1,6 @@
 #include "http_out.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -164,14 +165,24 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   uint64_t span = 0;
   if (cnt <= kMaxIov && p0 && propagate() && !c->tracker.opaque()) {
     size_t pos = c->tracker.insert_point(p0, n0);
+    char joined[2048];
+    if (pos == HeaderInjector::kNoInsert && cnt > 1 && !memchr(p0, '\n', n0)) {
+      // The request line may go on in the next iovecs: look at the start of the write in one piece.
+      size_t len = 0;
+      for (int i = 0; i < cnt && len < sizeof joined; ++i) {
+        size_t k = std::min(iov[i].iov_len, sizeof joined - len);
+        memcpy(joined + len, iov[i].iov_base, k);
+        len += k;
+      }
+      pos = c->tracker.insert_point(joined, len);
+    }
     Transaction* tx = pos != HeaderInjector::kNoInsert ? rec::current() : nullptr;
     uint8_t trace[16];
     uint64_t own_span;
     if (tx && rec::trace_context(tx, trace, &own_span)) {
       span = (inside_curl() && t_call_span) ? t_call_span : rec::new_id();
       line_len = format_traceparent_line(trace, span, line, sizeof line);
-      // the program's offset of p0[pos]: the bytes of the empty iovecs before it count 0
-      at = pos;
+      at = pos;  // an offset in the program's bytes (empty iovecs count 0)
       // This write starts a request: its row starts now (kept if the write has to be retried).
       if (!inside_curl() && !c->tracker.request_in_progress() && !live(c->sink.preopened))
         c->sink.preopened = rec::open(tx, StepKind::HTTP_CALL);

@@ -223,3 +223,18 @@ TEST_F(HttpOutTest, RequestNeverSentEndsItsRowFailed) {
   }
   EXPECT_TRUE(kernel.wire.empty());
 }
+
+TEST_F(HttpOutTest, RequestLineSplitOverIovecs) {
+  Transaction* t = begin();
+  std::string a = "GET /long/pa", b = "th HTTP/1.1\r\nHost: h\r\n", c = "\r\n";
+  iovec v[3] = {{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}};
+  ssize_t r = -2;
+  ASSERT_TRUE(http_out::write_through(slot.get(), 3, v, 3, fake_writev, nullptr, &r));
+  EXPECT_EQ(r, ssize_t(a.size() + b.size() + c.size()));
+  tx::end(t, 200, "");
+  std::string req = a + b + c;
+  size_t at = req.find('\n') + 1;
+  ASSERT_EQ(kernel.wire.size(), req.size() + 70);
+  EXPECT_EQ(kernel.wire.substr(at, 13), "traceparent: ");
+  EXPECT_EQ(kernel.wire.substr(0, at) + kernel.wire.substr(at + 70), req);
+}
