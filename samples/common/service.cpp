@@ -5,11 +5,12 @@
 #include <time.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace txray::samples {
 
-int run_until_signal(const std::function<void()>& serve) {
+void serve_until_signal(const std::function<void()>& serve) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -19,7 +20,8 @@ int run_until_signal(const std::function<void()>& serve) {
   std::thread([serve] { serve(); }).detach();
   int sig = 0;
   sigwait(&set, &sig);
-  return sig;
+  std::fflush(stdout);
+  std::exit(0);
 }
 
 void announce(const std::string& name, const std::string& what, int port) {

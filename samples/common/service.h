@@ -7,10 +7,11 @@
 
 namespace txray::samples {
 
-// Blocks SIGINT and SIGTERM in the calling thread (call this first in main, before any thread is
-// started, so every thread inherits the mask), runs `serve` on a thread of its own, and returns the
-// signal number once one of the two arrives. `serve` normally never returns.
-int run_until_signal(const std::function<void()>& serve);
+// Blocks SIGINT and SIGTERM in the calling thread (call it from main before any thread is started, so
+// every thread inherits the mask), runs `serve` on a thread of its own, and when one of the two signals
+// arrives ends the process with std::exit(0): atexit handlers run (an agent flushes what it recorded),
+// while main's locals, which serving threads may still be using, are left alone.
+[[noreturn]] void serve_until_signal(const std::function<void()>& serve);
 
 // Prints "<name> listening on <what> port <port>" on stdout and flushes: tests and scripts wait for it.
 void announce(const std::string& name, const std::string& what, int port);

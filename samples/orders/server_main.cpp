@@ -41,9 +41,8 @@ int main(int argc, char** argv) {
   HttpServer server(http_fd, [&repo](const HttpRequest& req, HttpResponse& resp) { handle_http(repo, req, resp); });
   announce("txray-orders", "tcp", local_port(tcp_fd));
   announce("txray-orders", "http", local_port(http_fd));
-  run_until_signal([&] {
+  serve_until_signal([&] {
     std::thread([&] { serve_tcp_binary(tcp_fd, repo); }).detach();
     server.serve_forever();
   });
-  return 0;
 }

@@ -56,6 +56,5 @@ int main(int argc, char** argv) {
     }
   });
   announce("txray-relay-backend", "http", local_port(lfd));
-  run_until_signal([&] { server.serve_forever(); });
-  return 0;
+  serve_until_signal([&] { server.serve_forever(); });
 }
