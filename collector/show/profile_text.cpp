@@ -68,6 +68,8 @@ std::string step_message(const Step& s) {
     m = "SOCKET_CLOSE R=" + std::to_string(s.bytes_read) + ",W=" + std::to_string(s.bytes_written) + ",uid=" + uid(s);
   } else if (k == "SQL") {
     m = "SQL " + one_line(s.text);
+    if (const std::string* b = s.attribute("binds"); b && !b->empty()) m += " binds=(" + one_line(*b) + ")";
+    if (const std::string* p = s.attribute("params"); p && !p->empty()) m += " params=(" + one_line(*p) + ")";
     if (s.rows) m += " rows=" + thousands(*s.rows);
     if (s.changes && *s.changes > 0) m += " changes=" + thousands(*s.changes);
     m += elapsed(s);

@@ -33,7 +33,8 @@ std::string ms_precise(int64_t ns) {
 std::string ms_elapsed(int64_t ns) {
   if (ns >= 10000000 || ns <= -10000000) return ms_rounded(ns);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(ns) / 1e6);
+  bool sub_ms = ns < 1000000 && ns > -1000000;
+  std::snprintf(buf, sizeof buf, sub_ms ? "%.3f" : "%.2f", static_cast<double>(ns) / 1e6);
   return buf;
 }
 

@@ -20,7 +20,8 @@ TEST(Format, ThousandsAndMilliseconds) {
   EXPECT_EQ(ms_rounded(0), "0");
   EXPECT_EQ(ms_precise(2942123456), "2,942.123");
   EXPECT_EQ(ms_precise(999), "0.001");
-  EXPECT_EQ(ms_elapsed(350000), "0.35");
+  EXPECT_EQ(ms_elapsed(350000), "0.350");
+  EXPECT_EQ(ms_elapsed(3514000), "3.51");
   EXPECT_EQ(ms_elapsed(2938000000), "2,938");
 }
 
@@ -48,6 +49,8 @@ TEST(StepMessage, EachKind) {
   sql.rows = 1234;
   sql.elapsed_ns = 25000000;
   EXPECT_EQ(step_message(sql), "SQL SELECT * FROM t WHERE id = ? rows=1,234 [25 ms]");
+  sql.attributes = {{"binds", "?"}};
+  EXPECT_EQ(step_message(sql), "SQL SELECT * FROM t WHERE id = ? binds=(?) rows=1,234 [25 ms]");
 
   Step call = step("HTTP_CALL", "http://backend:8080/stock");
   call.attributes = {{"method", "GET"}};
@@ -59,7 +62,7 @@ TEST(StepMessage, EachKind) {
   Step dns = step("DNS", "localhost");
   dns.attributes = {{"addr", "127.0.0.1"}};
   dns.elapsed_ns = 120000;
-  EXPECT_EQ(step_message(dns), "DNS localhost \xe2\x86\x92 127.0.0.1 [0.12 ms]");
+  EXPECT_EQ(step_message(dns), "DNS localhost \xe2\x86\x92 127.0.0.1 [0.120 ms]");
 
   Step failed = step("SOCKET");
   failed.error = "ECONNREFUSED";
