@@ -96,6 +96,16 @@ class RelayUnderAgentTest(TxrayTestCase):
                                 f"gap after the read: {gap_row['gap_ns']} ns with gzip, {max(gaps_off)} ns without; "
                                 f"decompression {decompress_cpu_ns} ns")
 
+        # The outbound call itself (the article's TX-CALL): one HTTP_CALL to the back-end's /text, whose
+        # callee is the back-end's own GET /text transaction.
+        calls = [s for s in slowest["steps"] if s["kind"] == "HTTP_CALL"]
+        self.assertEqual(len(calls), 1, slowest["steps"])
+        self.assertEqual(calls[0]["url"], f"http://127.0.0.1:{backend_port}/text")
+        self.assertEqual(calls[0]["status"], 200)
+        self.assertIn(calls[0]["bytes_read"], backend_bytes)
+        callee = show_json(c.db, "--id", calls[0]["callee_txid"])[0]
+        self.assertEqual((callee["app"], callee["name"]), ("relay-backend", "GET /text"))
+
         # The back-end's own transactions: GET /text, the compressed body written.
         texts = show_json(c.db, "--app", "relay-backend", "--last", str(2 * REQUESTS))
         self.assertEqual({t["name"] for t in texts}, {"GET /text"})
