@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "loader.h"
+#include "point_set.h"
 #include "profile_format.h"
 #include "store.h"
 #include "store_fixture.h"
@@ -173,6 +175,31 @@ class TestViewerStore : public QObject {
     QVERIFY(with_callee > 0);
     const auto rows = s.query_box(Box{0, INT64_MAX, 0, INT64_MAX}, 1, n);
     QCOMPARE(static_cast<int64_t>(rows.size()), n);
+
+    // The first load in two halves (two threads, two dictionaries) gives the same dots, names and apps
+    // as one serial read.
+    Loader::parallel_from = 100;
+    Loader loader;
+    PointSet merged;
+    int batches = 0;
+    connect(&loader, &Loader::pointsLoaded, this, [&](const PointBatchPtr& b) {
+      merged.append(*b);
+      ++batches;
+    });
+    loader.open(QString::fromStdString(path));
+    loader.poll();
+    Loader::parallel_from = 300000;
+    QVERIFY(batches >= 2);
+    QCOMPARE(static_cast<int64_t>(merged.size()), n);
+    QCOMPARE(merged.last_id(), n);
+    std::map<int64_t, TxPoint> serial;
+    for (const auto& p : all.points) serial[p.id] = p;
+    for (const auto& p : merged.points()) {
+      const TxPoint& q = serial.at(p.id);
+      QCOMPARE(p.end_ns, q.end_ns);
+      QCOMPARE(merged.apps()[p.app], all.apps[q.app]);
+      QCOMPARE(merged.names()[p.name], all.names[q.name]);
+    }
   }
 #endif
 };

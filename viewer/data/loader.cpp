@@ -1,14 +1,16 @@
 #include "loader.h"
 
 #include <stdexcept>
+#include <thread>
 
 namespace txray::viewer {
 
 void Loader::open(const QString& path) {
   try {
     store_ = std::make_unique<Store>(path.toStdString());
+    path_ = path.toStdString();
     last_id_ = 0;
-    emit opened(path, store_->count());
+    emit opened(path, store_->max_id());
   } catch (const std::exception& e) {
     store_.reset();
     emit failed(QString::fromStdString(e.what()));
@@ -21,6 +23,8 @@ void Loader::poll() {
     return;
   }
   try {
+    const int64_t max_id = last_id_ == 0 ? store_->max_id() : 0;
+    if (max_id >= parallel_from) load_in_two_halves(max_id);
     for (;;) {
       auto batch = std::make_shared<PointBatch>(store_->load_points(last_id_, kChunk));
       last_id_ = batch->last_id;
@@ -32,6 +36,53 @@ void Loader::poll() {
     emit failed(QString::fromStdString(e.what()));
   }
   emit pollFinished(last_id_);
+}
+
+void Loader::load_in_two_halves(int64_t max_id) {
+  const int64_t mid = max_id / 2;
+  PointBatch upper;
+  std::exception_ptr upper_error;
+  std::thread helper([&] {
+    try {
+      upper = Store(path_).load_points(mid, INT64_MAX - 1, max_id);
+    } catch (...) {
+      upper_error = std::current_exception();
+    }
+  });
+  try {
+    for (bool more = true; more;) {
+      PointBatch lower = store_->load_points(last_id_, kChunk, mid);
+      last_id_ = std::max(last_id_, lower.last_id);
+      more = lower.more;
+      if (!lower.points.empty()) emit pointsLoaded(std::make_shared<PointBatch>(std::move(lower)));
+    }
+  } catch (...) {
+    helper.join();
+    throw;
+  }
+  helper.join();
+  if (upper_error) std::rethrow_exception(upper_error);
+  // The helper numbered applications and names in its own dictionaries: renumber into store_'s.
+  std::vector<uint8_t> app_map;
+  std::vector<uint16_t> name_map;
+  for (const auto& a : upper.apps) app_map.push_back(static_cast<uint8_t>(store_->app_index(a)));
+  for (const auto& n : upper.names) name_map.push_back(static_cast<uint16_t>(store_->name_index(n)));
+  for (size_t at = 0; at < upper.points.size(); at += static_cast<size_t>(kChunk)) {
+    auto batch = std::make_shared<PointBatch>();
+    const size_t end = std::min(upper.points.size(), at + static_cast<size_t>(kChunk));
+    batch->points.assign(upper.points.begin() + static_cast<std::ptrdiff_t>(at),
+                         upper.points.begin() + static_cast<std::ptrdiff_t>(end));
+    for (auto& p : batch->points) {
+      p.app = app_map[p.app];
+      p.name = name_map[p.name];
+    }
+    last_id_ = std::max(last_id_, batch->points.back().id);
+    batch->last_id = last_id_;
+    batch->apps = store_->apps();
+    batch->names = store_->names();
+    emit pointsLoaded(batch);
+  }
+  last_id_ = std::max(last_id_, upper.last_id);
 }
 
 void Loader::queryBox(int request, Box box, qint64 min_id, qint64 max_id) {

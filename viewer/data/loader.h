@@ -23,7 +23,9 @@ namespace txray::viewer {
 class Loader : public QObject {
   Q_OBJECT
  public:
-  static constexpr int64_t kChunk = 200000;  // rows per pointsLoaded signal
+  static constexpr int64_t kChunk = 200000;        // rows per pointsLoaded signal
+  // First loads of stores with at least this many ids use two threads (a variable for the tests).
+  inline static int64_t parallel_from = 300000;
 
  public slots:
   void open(const QString& path);
@@ -40,7 +42,12 @@ class Loader : public QObject {
   void profileLoaded(int request, const txray::viewer::ProfilePtr& profile);
 
  private:
+  // The first load of a big store reads the upper half of the ids on a second thread with its own
+  // connection (SQLite decoding is the cost, and the machine has more than one core).
+  void load_in_two_halves(int64_t max_id);
+
   std::unique_ptr<Store> store_;
+  std::string path_;
   int64_t last_id_ = 0;
 };
 

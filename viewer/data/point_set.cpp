@@ -18,7 +18,12 @@ void PointSet::append(const PointBatch& batch) {
   points_.insert(points_.end(), batch.points.begin(), batch.points.end());
   auto mid = points_.begin() + static_cast<std::ptrdiff_t>(old);
   if (!std::is_sorted(mid, points_.end(), by_end)) std::sort(mid, points_.end(), by_end);
-  if (old > 0 && by_end(*mid, *(mid - 1))) std::inplace_merge(points_.begin(), mid, points_.end(), by_end);
+  // Only the held dots that end after the batch's first one take part in the merge (in live mode a few
+  // hundred, not the million before them).
+  if (old > 0 && by_end(*mid, *(mid - 1))) {
+    auto from = std::upper_bound(points_.begin(), mid, *mid, by_end);
+    std::inplace_merge(from, mid, points_.end(), by_end);
+  }
 }
 
 void PointSet::clear() {

@@ -71,11 +71,25 @@ int Store::intern(Dict& dict, std::vector<std::string>& list, const unsigned cha
   return index;
 }
 
-PointBatch Store::load_points(int64_t after_id, int64_t limit) {
+int Store::app_index(const std::string& app) {
+  return intern(app_index_, apps_, reinterpret_cast<const unsigned char*>(app.data()), static_cast<int>(app.size()), 256);
+}
+
+int Store::name_index(const std::string& name) {
+  return intern(name_index_, names_, reinterpret_cast<const unsigned char*>(name.data()), static_cast<int>(name.size()), 65536);
+}
+
+int64_t Store::max_id() {
+  Stmt st{prepare("SELECT COALESCE(MAX(id), 0) FROM transactions")};
+  return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+}
+
+PointBatch Store::load_points(int64_t after_id, int64_t limit, int64_t until_id) {
   Stmt st{prepare("SELECT id, end_unix_ns, elapsed_ns, status, error IS NOT NULL, app, name FROM transactions "
-                  "WHERE id > ? ORDER BY id LIMIT ?")};
+                  "WHERE id > ? AND id <= ? ORDER BY id LIMIT ?")};
   sqlite3_bind_int64(st, 1, after_id);
-  sqlite3_bind_int64(st, 2, limit + 1);
+  sqlite3_bind_int64(st, 2, until_id);
+  sqlite3_bind_int64(st, 3, limit + 1);
   PointBatch batch;
   batch.last_id = after_id;
   batch.points.reserve(static_cast<size_t>(std::min<int64_t>(limit, 1 << 20)));

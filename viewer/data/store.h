@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -25,8 +26,16 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Up to `limit` transactions with id > after_id, in id order.
-  PointBatch load_points(int64_t after_id, int64_t limit);
+  // Up to `limit` transactions with after_id < id <= until_id, in id order.
+  PointBatch load_points(int64_t after_id, int64_t limit, int64_t until_id = INT64_MAX);
+  // Index of an application / a name in this Store's dictionaries (added when new); used to merge the
+  // points another Store (another thread) read into this one's numbering.
+  int app_index(const std::string& app);
+  int name_index(const std::string& name);
+  const std::vector<std::string>& apps() const { return apps_; }
+  const std::vector<std::string>& names() const { return names_; }
+  // Largest transactions.id (0 when empty): O(log n), unlike COUNT(*), which reads the whole table.
+  int64_t max_id();
   // The transactions inside `box` whose id lies in [min_id, max_id] (the caller knows that range from its
   // points; it lets SQLite walk the table by id instead of the end-time index).
   std::vector<TxSummary> query_box(const Box& box, int64_t min_id, int64_t max_id);

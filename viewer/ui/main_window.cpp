@@ -250,6 +250,11 @@ void MainWindow::selectAllInView() {
   onBox(box);
 }
 
+void MainWindow::selectBox(const Box& box) {
+  scatter_->setSelection(box);
+  onBox(box);
+}
+
 void MainWindow::onBox(const Box& box) {
   const BoxStats stats = points_.box_stats(box);
   box_count_ = stats.count;

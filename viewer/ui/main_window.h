@@ -31,6 +31,8 @@ class MainWindow : public QMainWindow {
   void openStore(const QString& path);
   // Selects every dot of the current view as the box (Edit > Select all in view).
   void selectAllInView();
+  // Shows `box` on the scatter and fills the list with its transactions (as a mouse drag does).
+  void selectBox(const Box& box);
 
   ScatterView* scatter() const { return scatter_; }
   ListPanel* list() const { return list_; }
