@@ -3,6 +3,7 @@
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 
@@ -85,8 +86,13 @@ class CollectorIngest(TxrayTestCase):
     def test_tcp_endpoint_and_agent_drop_counters(self):
         port = free_port()
         with Collector(self.tmp, endpoint=f"tcp://127.0.0.1:{port}") as c:
+            # A peer that is not ZeroMQ at all: libzmq drops the connection, the collector carries on.
+            for payload in (os.urandom(5000), b"\xff" + b"\x00" * 8 + b"\x7f" + os.urandom(100), b"GET / HTTP/1.1\r\n\r\n"):
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(payload)
             send_batches(c.endpoint, "--transactions", 100, "--per-batch", 10, "--drops", 40)
             wait_transactions(c.db, 100)
+            self.assertTrue(c.running())
         self.assertEqual(final_status(c)["agents dropped"], 40 + 20)
         with sqlite3.connect(c.db) as con:
             row = con.execute("SELECT drops_queue_full, drops_send_failed, batches FROM agents").fetchall()
