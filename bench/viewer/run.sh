@@ -16,4 +16,5 @@ if [ "$count" != "$N" ]; then
 fi
 # Warm the page cache the same way for every run (the first figure is about the viewer, not the disk).
 cat "$DB" > /dev/null
-QT_QPA_PLATFORM=offscreen XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} "$BUILD/bin/txray-viewer-bench" "$DB" 2> >(grep -v propagateSizeHints >&2)
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/txray-runtime-$(id -u)}; mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+QT_QPA_PLATFORM=offscreen "$BUILD/bin/txray-viewer-bench" "$DB" 2> >(grep -v propagateSizeHints >&2)

@@ -7,14 +7,15 @@
 #include <cstdio>
 
 #include "list_panel.h"
+#include "scatter_view.h"
 #include "main_window.h"
 
 using txray::viewer::MainWindow;
 
 namespace {
 
-// Opens DB, waits for all rows, optionally boxes the whole view and opens the slowest transaction's
-// profile, then saves the window to OUT and quits. Exit code 1 when the store cannot be read.
+// Opens DB, waits for all rows, optionally boxes the slowest 1 % of the view and opens the slowest
+// transaction's profile, then saves the window to OUT and quits. Exit code 1 when the store cannot be read.
 void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowest) {
   auto save = [&w, out] {
     // Let the last layout/paint settle before grabbing.
@@ -35,7 +36,12 @@ void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowe
       w.list()->selectSlowest();
     });
     QObject::connect(&w, &MainWindow::profileShown, &w, [save](qint64) { save(); });
-    w.selectAllInView();
+    // Box the slow dots (the slowest 1 % of the view, up to the top) as a user would, so that the
+    // list holds the slow transactions and the slowest one's profile opens.
+    w.scatter()->ensureUpToDate();
+    const auto& axis = w.scatter()->timeAxis();
+    const int64_t p99 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.99, 1000000);
+    w.selectBox(txray::viewer::Box{axis.t0(), axis.t1(), p99, INT64_MAX});
   });
   w.openStore(db);
 }
