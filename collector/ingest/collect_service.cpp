@@ -28,16 +28,48 @@ struct DecodedBatch {
   std::unique_ptr<google::protobuf::Arena> arena;
   v1::Batch* batch = nullptr;
 };
-using BatchPtr = DecodedBatch;
 
 int64_t unix_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
+void add(WriteCounts& total, const WriteCounts& c) {
+  total.transactions += c.transactions;
+  total.steps += c.steps;
+  total.summaries += c.summaries;
+  total.links += c.links;
+}
+
+void count_stored(CollectStats& stats, const WriteCounts& c) {
+  stats.stored_tx += c.transactions;
+  stats.stored_steps += c.steps;
+  stats.links += c.links;
+}
+
+// After a failed group: each batch alone, so that one failure (a full disk, a lock held too long) loses
+// as little as possible.
+void store_one_by_one(Writer& writer, std::vector<DecodedBatch>& group, int64_t now, CollectStats& stats) {
+  for (auto& b : group) {
+    try {
+      writer.begin();
+      WriteCounts c = writer.write(*b.batch, now);
+      writer.commit();
+      count_stored(stats, c);
+    } catch (const std::exception& e) {
+      writer.rollback();
+      auto lost = static_cast<uint64_t>(b.batch->transactions_size());
+      stats.lost_tx += lost;
+      std::fprintf(stderr, "txray collect: could not store %" PRIu64 " transactions: %s\n", lost, e.what());
+    }
+  }
+}
+
 // Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
-// commit_window of time, whichever comes first.
-void writer_loop(Writer& writer, BoundedQueue<BatchPtr>& queue, const CollectOptions& opts, CollectStats& stats) {
+// commit_window of time, whichever comes first. Each batch is written as soon as it is popped (the
+// SQLite transaction stays open meanwhile), and kept until the commit in case it must be retried.
+void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
+                 CollectStats& stats) {
   using namespace std::chrono_literals;
   while (true) {
     auto first = queue.pop(200ms);
@@ -45,21 +77,16 @@ void writer_loop(Writer& writer, BoundedQueue<BatchPtr>& queue, const CollectOpt
       if (queue.closed_and_empty()) return;
       continue;
     }
-    std::vector<BatchPtr> group;
+    std::vector<DecodedBatch> group;
     group.push_back(std::move(*first));
-    size_t rows = 0;
-    uint64_t tx_in_group = 0;
+    int64_t now = unix_now_ns();
+    WriteCounts total;
     try {
       writer.begin();
       auto deadline = Clock::now() + opts.commit_window;
-      int64_t now = unix_now_ns();
       for (size_t i = 0;; ++i) {
-        WriteCounts c = writer.write(*group[i].batch, now);
-        rows += c.transactions + c.steps + c.summaries;
-        tx_in_group += c.transactions;
-        stats.stored_steps += c.steps;
-        stats.links += c.links;
-        if (rows >= opts.commit_rows) break;
+        add(total, writer.write(*group[i].batch, now));
+        if (total.transactions + total.steps + total.summaries >= opts.commit_rows) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) break;
         auto next = queue.pop(left);
@@ -67,13 +94,12 @@ void writer_loop(Writer& writer, BoundedQueue<BatchPtr>& queue, const CollectOpt
         group.push_back(std::move(*next));
       }
       writer.commit();
-      stats.stored_tx += tx_in_group;
+      count_stored(stats, total);
     } catch (const std::exception& e) {
       writer.rollback();
-      uint64_t lost = 0;
-      for (const auto& b : group) lost += static_cast<uint64_t>(b.batch->transactions_size());
-      stats.lost_tx += lost;
-      std::fprintf(stderr, "txray collect: could not store %" PRIu64 " transactions: %s\n", lost, e.what());
+      std::fprintf(stderr, "txray collect: could not store %zu batches together (%s); trying one by one\n",
+                   group.size(), e.what());
+      store_one_by_one(writer, group, now, stats);
     }
   }
 }
@@ -93,7 +119,7 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
 class Receiver {
  public:
-  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<BatchPtr>& q) : opts_(o), stats_(s), queue_(q) {}
+  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q) : opts_(o), stats_(s), queue_(q) {}
 
   void handle(const zmq::message_t& msg) {
     ++stats_.messages;
@@ -145,7 +171,7 @@ class Receiver {
 
   const CollectOptions& opts_;
   CollectStats& stats_;
-  BoundedQueue<BatchPtr>& queue_;
+  BoundedQueue<DecodedBatch>& queue_;
   std::unordered_map<uint64_t, uint64_t> drops_;
   uint64_t rejected_logged_ = 0;
 };
@@ -181,7 +207,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   }
 
   Writer writer(db);
-  BoundedQueue<BatchPtr> queue(opts.queue_batches, opts.queue_bytes);
+  BoundedQueue<DecodedBatch> queue(opts.queue_batches, opts.queue_bytes);
   std::thread writer_thread([&] {
     // Signals go to the receiving thread, which turns them into a clean stop.
     sigset_t all;

@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 
 from txraytest import (TXRAY, Collector, TxrayTestCase, check_sums, count_transactions, free_port,
-                       send_batches, show_json, wait_transactions)
+                       send_batches, show_json, wait_for, wait_transactions)
 
 
 def final_status(collector):
@@ -82,6 +82,28 @@ class CollectorIngest(TxrayTestCase):
         self.assertGreaterEqual(st["malformed"], 150)
         self.assertEqual(st["stored"], 70)
         self.assertEqual(count_transactions(c.db), 70)
+
+    def test_a_locked_database_loses_only_what_could_not_be_written(self):
+        with Collector(self.tmp) as c:
+            send_batches(c.endpoint, "--transactions", 5, "--seed", 1)
+            wait_transactions(c.db, 5)
+            # Another program holds the write lock longer than the collector's busy timeout (5 s).
+            blocker = sqlite3.connect(c.db, timeout=1, isolation_level=None)
+            blocker.execute("BEGIN IMMEDIATE")
+            try:
+                send_batches(c.endpoint, "--transactions", 10, "--per-batch", 10, "--seed", 2)
+                wait_for(lambda: "could not store 10 transactions" in c.log_text(), timeout=40,
+                         what="the collector to give up on the locked batch")
+            finally:
+                blocker.rollback()
+                blocker.close()
+            self.assertTrue(c.running())
+            send_batches(c.endpoint, "--transactions", 7, "--seed", 3)
+            wait_transactions(c.db, 12)
+        st = final_status(c)
+        self.assertEqual(st["lost"], 10)
+        self.assertEqual(st["stored"], 12)
+        self.assertEqual(count_transactions(c.db), 12)
 
     def test_tcp_endpoint_and_agent_drop_counters(self):
         port = free_port()
