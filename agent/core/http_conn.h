@@ -8,6 +8,7 @@
 // the previous response is complete.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,6 +20,9 @@ namespace txray {
 struct Transaction;
 
 struct HttpConn {
+  // Held while one thread works on this state (see socket_events.cpp: ConnGuard). Not a mutex: a signal
+  // handler writing to the same connection must never deadlock.
+  std::atomic_flag busy;
   std::string client_addr;
   std::string buf;           // bytes of the next request head (and anything read after it)
   size_t scanned = 0;        // how much of buf was searched for the end of the head

@@ -1,5 +1,6 @@
 #include "socket_events.h"
 
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -18,6 +19,36 @@ namespace {
 
 HttpConn* conn_of(FdSlot* s) { return s->conn.load(std::memory_order_acquire); }
 
+// One thread at a time works on a connection's HTTP state: a server may read and write one connection
+// from two threads, and a slot is reused by the next connection on the same fd number. Never waits for
+// long (a signal handler may interrupt the holder on the same thread): after a short spin the event is
+// skipped and counted.
+class ConnGuard {
+ public:
+  explicit ConnGuard(FdSlot* s) {
+    HttpConn* c = conn_of(s);
+    if (!c) return;
+    for (int i = 0; i < 64; ++i) {
+      if (!c->busy.test_and_set(std::memory_order_acquire)) {
+        c_ = c;
+        return;
+      }
+      if (i >= 8) sched_yield();
+    }
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~ConnGuard() {
+    if (c_) c_->busy.clear(std::memory_order_release);
+  }
+  ConnGuard(const ConnGuard&) = delete;
+  ConnGuard& operator=(const ConnGuard&) = delete;
+  HttpConn* operator->() const { return c_; }
+  explicit operator bool() const { return c_ != nullptr; }
+
+ private:
+  HttpConn* c_ = nullptr;
+};
+
 }  // namespace
 
 void on_accept(int fd, std::string_view client) {
@@ -25,18 +56,19 @@ void on_accept(int fd, std::string_view client) {
   int saved = errno;
   FdSlot* s = fds::get(fd);
   if (s) {
-    HttpConn* c = conn_of(s);
-    if (!c) {
-      c = new (std::nothrow) HttpConn;
-      if (c) s->conn.store(c, std::memory_order_release);
+    if (!conn_of(s)) {
+      HttpConn* fresh = new (std::nothrow) HttpConn;
+      HttpConn* expected = nullptr;
+      if (fresh && !s->conn.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) delete fresh;
     }
+    ConnGuard c(s);
     if (c) {
       c->reset(client);
       s->bytes_read.store(0, std::memory_order_relaxed);
       s->bytes_written.store(0, std::memory_order_relaxed);
       s->kind.store(FdKind::inbound, std::memory_order_release);
     } else {
-      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+      s->kind.store(FdKind::none, std::memory_order_release);  // not followed (counted)
     }
   }
   errno = saved;
@@ -47,7 +79,7 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
   StepRef ref;
   if (FdSlot* s = fds::get(fd)) {
     if (s->kind.load(std::memory_order_relaxed) == FdKind::inbound)
-      if (HttpConn* c = conn_of(s)) c->on_close();
+      if (ConnGuard c(s); c) c->on_close();
     s->uid = ids::next();
     s->txid = 0;
     s->connecting.store(false, std::memory_order_relaxed);
@@ -123,13 +155,13 @@ void connect_completed(FdSlot* s) {
 
 void inbound_read(FdSlot* s, const char* p, size_t n) {
   int saved = errno;
-  if (HttpConn* c = conn_of(s)) c->on_read(p, n);
+  if (ConnGuard c(s); c) c->on_read(p, n);
   errno = saved;
 }
 
 void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   int saved = errno;
-  if (HttpConn* c = conn_of(s)) {
+  if (ConnGuard c(s); c) {
     for (int i = 0; i < cnt && n > 0; ++i) {
       size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
       c->on_read(static_cast<const char*>(iov[i].iov_base), take);
@@ -141,13 +173,13 @@ void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
 
 void inbound_write(FdSlot* s, const char* p, size_t n) {
   int saved = errno;
-  if (HttpConn* c = conn_of(s)) c->on_write(p, n);
+  if (ConnGuard c(s); c) c->on_write(p, n);
   errno = saved;
 }
 
 void inbound_writev(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   int saved = errno;
-  if (HttpConn* c = conn_of(s)) {
+  if (ConnGuard c(s); c) {
     for (int i = 0; i < cnt && n > 0; ++i) {
       size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
       c->on_write(static_cast<const char*>(iov[i].iov_base), take);
@@ -159,7 +191,7 @@ void inbound_writev(FdSlot* s, const iovec* iov, int cnt, size_t n) {
 
 void inbound_write_opaque(FdSlot* s, uint64_t n) {
   int saved = errno;
-  if (HttpConn* c = conn_of(s)) c->on_write_opaque(n);
+  if (ConnGuard c(s); c) c->on_write_opaque(n);
   errno = saved;
 }
 
@@ -168,7 +200,7 @@ void on_shutdown(int fd, int how) {
   FdSlot* s = fds::peek(fd);
   if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::inbound) return;
   int saved = errno;
-  if (HttpConn* c = conn_of(s)) c->on_close();
+  if (ConnGuard c(s); c) c->on_close();
   errno = saved;
 }
 
@@ -192,7 +224,7 @@ void on_close(int fd, int so_error) {
   }
   if (k == FdKind::outbound) http_out::on_close(s);  // ends a call still waiting for its response
   if (k == FdKind::inbound) {
-    if (HttpConn* c = conn_of(s)) c->on_close();
+    if (ConnGuard c(s); c) c->on_close();
   } else if (Transaction* t = rec::current()) {
     StepRef ref = rec::add(t, StepKind::SOCKET_CLOSE);
     uint64_t r = s->bytes_read.load(std::memory_order_relaxed);
@@ -209,7 +241,10 @@ void on_close(int fd, int so_error) {
 void after_fork_child() {
   fds::for_each_used(0, (fds::kChunks << fds::kChunkBits) - 1, [](int, FdSlot& s) {
     if (s.kind.load(std::memory_order_relaxed) != FdKind::inbound) return;
-    if (HttpConn* c = conn_of(&s)) c->tx = nullptr;  // the parent's: not ended (nor freed) here
+    if (HttpConn* c = conn_of(&s)) {
+      c->tx = nullptr;     // the parent's: not ended (nor freed) here
+      c->busy.clear();     // a parent thread that held it does not exist in the child
+    }
   });
 }
 

@@ -1,0 +1,125 @@
+// The socket events the hooks report, on fd-table slots (no real descriptors needed: the core never
+// calls the system): outbound byte counting and SOCKET/SOCKET_CLOSE rows, inbound connections used from
+// two threads at once.
+#include "socket_events.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "counters.h"
+#include "test_support.h"
+
+using namespace txray;
+
+namespace {
+
+std::mutex g_mu;
+std::vector<std::unique_ptr<Transaction>> g_done;
+void locked_sink(Transaction* t) {
+  std::lock_guard<std::mutex> l(g_mu);
+  g_done.emplace_back(t);
+}
+
+class SocketEventsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_done.clear();
+    tx::set_sink(locked_sink);
+  }
+  void TearDown() override {
+    tx::set_sink(nullptr);
+    tx::make_current(nullptr);
+  }
+};
+
+}  // namespace
+
+TEST_F(SocketEventsTest, OutboundSocketRowsCarryPortsBytesAndOneUid) {
+  const int fd = 700;
+  Transaction* t = tx::begin("GET /x", "http");
+  tx::make_current(t);
+  StepRef s = sock::on_connect_begin(fd, "10.1.2.3", 5432);
+  sock::on_connect_end(fd, s, 0, 0, 40000);
+  const char data[100] = {};
+  sock::on_write(fd, data, 30);
+  sock::on_read(fd, data, 100);
+  sock::on_read(fd, data, 23);
+  sock::on_close(fd);
+  EXPECT_EQ(fds::kind_of(fd), FdKind::none);
+  tx::end(t, 200, "");
+  ASSERT_EQ(g_done.size(), 1u);
+  const auto& steps = g_done[0]->steps;
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[1].kind, StepKind::SOCKET);
+  EXPECT_EQ(steps[1].text, "10.1.2.3:5432");
+  ASSERT_EQ(steps[1].attrs.size(), 3u);
+  EXPECT_EQ(steps[1].attrs[2].key, "localport");
+  EXPECT_EQ(steps[1].attrs[2].value, "40000");
+  EXPECT_EQ(steps[2].kind, StepKind::SOCKET_CLOSE);
+  EXPECT_EQ(steps[2].bytes_read, 123u);
+  EXPECT_EQ(steps[2].bytes_written, 30u);
+  EXPECT_EQ(steps[2].id, steps[1].id);
+  EXPECT_NE(steps[1].id, 0u);
+}
+
+TEST_F(SocketEventsTest, RefusedNonBlockingConnectGetsItsError) {
+  const int fd = 701;
+  Transaction* t = tx::begin("GET /y", "http");
+  tx::make_current(t);
+  StepRef s = sock::on_connect_begin(fd, "127.0.0.1", 1);
+  sock::on_connect_end(fd, s, -1, EINPROGRESS, 50000);
+  EXPECT_TRUE(sock::needs_so_error(fd));
+  sock::on_so_error(fd, ECONNREFUSED);
+  EXPECT_FALSE(sock::needs_so_error(fd));
+  sock::on_close(fd);
+  tx::end(t, 200, "");
+  ASSERT_EQ(g_done.size(), 1u);
+  EXPECT_EQ(g_done[0]->steps[1].error, "ECONNREFUSED");
+}
+
+TEST_F(SocketEventsTest, SocketsOutsideATransactionAreCountedWithoutRows) {
+  const int fd = 702;
+  StepRef s = sock::on_connect_begin(fd, "127.0.0.1", 80);
+  EXPECT_FALSE(s);
+  sock::on_connect_end(fd, s, 0, 0, 1234);
+  const char data[10] = {};
+  sock::on_read(fd, data, 10);
+  EXPECT_EQ(fds::peek(fd)->bytes_read.load(), 10u);
+  sock::on_close(fd);
+  EXPECT_TRUE(g_done.empty());
+}
+
+// A server reading and writing one connection from two threads must not corrupt the agent (run under
+// ASan/TSan to see it); every transaction that ends is well formed.
+TEST_F(SocketEventsTest, InboundConnectionUsedFromTwoThreads) {
+  const int fd = 703;
+  sock::on_accept(fd, "127.0.0.1:1");
+  const std::string req = "GET /both HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  std::atomic<bool> go{false};
+  std::thread reader([&] {
+    while (!go) {}
+    for (int i = 0; i < 3000; ++i) sock::on_read(fd, req.data(), req.size());
+  });
+  std::thread writer([&] {
+    while (!go) {}
+    for (int i = 0; i < 3000; ++i) sock::on_write(fd, resp.data(), resp.size());
+  });
+  go = true;
+  reader.join();
+  writer.join();
+  sock::on_close(fd);
+  std::lock_guard<std::mutex> l(g_mu);
+  EXPECT_GT(g_done.size(), 0u);
+  for (auto& t : g_done) {
+    EXPECT_EQ(t->name, "GET /both");
+    EXPECT_EQ(t->steps.front().kind, StepKind::START);
+    EXPECT_EQ(t->steps.back().kind, StepKind::END);
+    EXPECT_EQ(test::gap_sum(*t), t->elapsed_ns);
+  }
+}
