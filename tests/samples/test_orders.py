@@ -104,6 +104,17 @@ class OrdersTest(unittest.TestCase):
                 self.assertEqual(orders_call(ch, "GetCustomers", 500, 20, **ep)["customers"], expected_customers(500, 20))
                 self.assertEqual(orders_call(ch, "GetOrderStatus", 4321, **ep)["status"], expected_status(4321))
 
+    def test_bad_arguments(self):
+        bench = os.path.join(BIN, "txray-orders-bench")
+        for args, message in (([bench, "--http", self.ep["http"], "--channels", "carrier-pigeon"], "unknown channel"),
+                              ([bench, "--http", self.ep["http"], "--channels", "tcp-binary"], "needs --tcp"),
+                              ([bench, "--http", self.ep["http"], "--channels", "http-json", "--methods", "GetCustomers5000"], "out of range"),
+                              ([os.path.join(BIN, "txray-orders"), "--db", orders_db(), "--tcp", "localhost:x"], "bad host:port"),
+                              ([os.path.join(BIN, "txray-orders"), "--db", "/nonexistent/dir/o.db"], "cannot create")):
+            r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0, args)
+            self.assertIn(message, r.stderr, args)
+
     def test_driver_table(self):
         out = subprocess.run([os.path.join(BIN, "txray-orders-bench"), "--tcp", self.ep["tcp"], "--http",
                               self.ep["http"], "--seconds", "0.1", "--rounds", "1", "--clients", "2"],

@@ -1,6 +1,7 @@
 """The Python order service, bare: same database, same messages as txray-orders."""
 import os
 import sqlite3
+import subprocess
 import tempfile
 import unittest
 
@@ -52,6 +53,11 @@ class PyOrdersTest(unittest.TestCase):
                 self.assertEqual(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0],
                                  con.execute(f"SELECT count(*) FROM cpp.{table}").fetchone()[0])
             con.close()
+
+    def test_bad_arguments(self):
+        r = subprocess.run([PYTHON, PY_ORDERS, "--http", "127.0.0.1:http"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad --http value", r.stderr)
 
     def test_driver_runs_against_python(self):
         rows = orders_bench(channels=["http-json", "http-xml"], seconds=0.2, rounds=1, clients=2, **self.ep)
