@@ -8,7 +8,8 @@
 # 2. starts the samples under `txray run`: relay-backend and relay (the GZIP case), orders (C++, four
 #    channels) and py-orders (Python, standard library only);
 # 3. drives them for TXRAY_DEMO_SECONDS (default 30) with a one-line progress display;
-# 4. prints a short slow-call report and the slowest relay profile;
+# 4. prints a short slow-call report (the whole one goes to out/demo/report.md and .html) and the
+#    slowest relay profile;
 # 5. opens txray-viewer on the result when $DISPLAY is set, else saves a screenshot and says where.
 #
 # Every process it starts runs in a process group of its own and is stopped on exit, on Ctrl-C and on
@@ -124,11 +125,13 @@ echo "demo: relay-backend :$BACKEND_PORT  relay :$RELAY_PORT  orders tcp :$ORDER
 # The drivers are plain clients (not traced). Each loops until it is stopped. The order drivers pause
 # between bursts so that the relay keeps a core to itself now and then: its gunzip row is then CPU-bound
 # (CPU_T close to GAP) rather than waiting for a CPU.
-start drive-relay bash -c "while :; do '$BIN/txray-relay-client' --relay 127.0.0.1:$RELAY_PORT -n 1 >/dev/null || sleep 0.5; done"
+STOP_FILE="$OUT/stop-drivers"  # drivers finish the request in flight and leave when it appears
+rm -f "$STOP_FILE"
+start drive-relay bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-relay-client' --relay 127.0.0.1:$RELAY_PORT -n 1 >/dev/null || sleep 0.5; done"
 DRIVERS+=("$LAST_PID")
-start drive-orders bash -c "while :; do '$BIN/txray-orders-bench' --tcp 127.0.0.1:$ORDERS_TCP --http 127.0.0.1:$ORDERS_HTTP --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
+start drive-orders bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-orders-bench' --tcp 127.0.0.1:$ORDERS_TCP --http 127.0.0.1:$ORDERS_HTTP --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
 DRIVERS+=("$LAST_PID")
-start drive-py-orders bash -c "while :; do '$BIN/txray-orders-bench' --http 127.0.0.1:$PY_HTTP --channels http-json,http-xml --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
+start drive-py-orders bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-orders-bench' --http 127.0.0.1:$PY_HTTP --channels http-json,http-xml --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
 DRIVERS+=("$LAST_PID")
 
 START=$(date +%s)
@@ -138,6 +141,15 @@ while :; do
   [ $ELAPSED -ge "$DURATION" ] && break
   printf '\r\033[K[%3d/%d s] stored: %s' "$ELAPSED" "$DURATION" "$(count)"
   sleep 1
+done
+# Let the drivers finish what they are doing (a relay page takes a second or two), so that no request is
+# cut off half-way and stored as an error; stop whatever is still running after 20 s.
+touch "$STOP_FILE"
+for _ in $(seq 200); do
+  busy=0
+  for d in "${DRIVERS[@]}"; do kill -0 "$d" 2>/dev/null && busy=1; done
+  [ $busy -eq 0 ] && break
+  sleep 0.1
 done
 stop_groups "${DRIVERS[@]}"
 # Services exit on SIGTERM through their normal exit path, so the agent sends what it still holds.
@@ -149,13 +161,17 @@ printf '\r\033[K[%3d/%d s] stored: %s\n' "$DURATION" "$DURATION" "$(count)"
 
 # --- 4. report ----------------------------------------------------------------------------------------
 echo
-echo "== slow-call report (txray report --top 5) =="
-if ! "$BIN/txray" report --db "$DB" --top 5 --format md 2>"$OUT/report.err"; then
+echo "== slow-call report (txray report --top 5: summary, slowest, names) =="
+if "$BIN/txray" report --db "$DB" --top 5 --format md >"$OUT/report.md" 2>"$OUT/report.err"; then
+  # The short part on the terminal; the whole report (SQL, calls, N+1, histogram) in files.
+  sed '/^## SQL by fingerprint/,$d' "$OUT/report.md"
+  "$BIN/txray" report --db "$DB" --format html -o "$OUT/report.html" 2>/dev/null || true
+  echo "demo: full report: $OUT/report.md and $OUT/report.html"
+else
   cat "$OUT/report.err" >&2
   echo "(txray report failed; the slowest transaction instead)"
   "$BIN/txray" show --db "$DB" --slowest 1
 fi
-"$BIN/txray" report --db "$DB" --format html -o "$OUT/report.html" 2>/dev/null && echo "demo: HTML report: $OUT/report.html"
 echo
 echo "== the slowest relay request (the GZIP case: socket read, then the CPU-bound gunzip row) =="
 "$BIN/txray" show --db "$DB" --app relay --slowest 1 || true
