@@ -72,34 +72,38 @@ int show_main(int argc, char** argv) {
     else if (!trace.empty()) ids = reader.by_trace(trace, app_name);
     else ids = reader.last(last > 0 ? last : 1, app_name);
 
-    std::vector<Transaction> txs;
-    for (int64_t id : ids)
-      if (auto t = reader.load(id)) txs.push_back(std::move(*t));
-    if (txs.empty()) {
+    if (ids.empty()) {
       // JSON consumers get an empty stream; a person gets told (and a non-zero status).
       if (json) return 0;
       std::fprintf(stderr, "txray show: no matching transaction in %s\n", db_path.c_str());
       return 1;
     }
 
-    if (!trace.empty()) {
+    if (trace.empty()) {
+      // One transaction in memory at a time: --last 100000 streams.
+      for (int64_t id : ids) {
+        auto t = reader.load(id);
+        if (!t) continue;
+        if (json) print_json(*t);
+        else std::cout << show::profile_text(*t);
+      }
+    } else {
+      std::vector<Transaction> txs;
+      for (int64_t id : ids)
+        if (auto t = reader.load(id)) txs.push_back(std::move(*t));
       auto order = show::trace_order(txs);
-      if (!json) std::cout << "TRACE " << trace << "  (" << txs.size() << " transactions)\n";
       if (!json) {
+        // The call tree first, then each profile indented by its depth.
+        std::cout << "TRACE " << trace << "  (" << txs.size() << " transactions)\n";
         for (const auto& n : order) {
           const auto& t = txs[n.index];
           std::cout << std::string(4 * n.depth, ' ') << (n.depth ? "\\_ " : "") << hex16(t.txid) << "  " << t.app
-                    << "  " << t.name << "  " << show::ms_precise(t.elapsed_ns) << " ms" << "\n";
+                    << "  " << t.name << "  " << show::ms_precise(t.elapsed_ns) << " ms\n";
         }
       }
       for (const auto& n : order) {
         if (json) print_json(txs[n.index], n.depth);
         else std::cout << show::profile_text(txs[n.index], std::string(4 * n.depth, ' '));
-      }
-    } else {
-      for (const auto& t : txs) {
-        if (json) print_json(t);
-        else std::cout << show::profile_text(t);
       }
     }
     std::cout.flush();

@@ -48,6 +48,20 @@ std::optional<uint64_t> opt_u64(const Stmt& s, int col) {
 
 Reader::Reader(const Db& db) : db_(db) {}
 
+Stmt& Reader::cached(std::unique_ptr<Stmt>& slot, const char* sql) {
+  if (!slot) slot = std::make_unique<Stmt>(db_, sql);
+  slot->reset();
+  return *slot;
+}
+
+namespace {
+// Resets a cached statement when a reader function returns (rows left unread keep no read lock).
+struct ResetOnExit {
+  Stmt& s;
+  ~ResetOnExit() { s.reset(); }
+};
+}  // namespace
+
 std::vector<int64_t> Reader::ids(const std::string& sql, const std::string& app, std::optional<int64_t> p1,
                                  std::optional<std::string> ptext) {
   Stmt s(db_, sql);
@@ -87,7 +101,9 @@ std::vector<int64_t> Reader::by_trace(const std::string& trace, const std::strin
 }
 
 std::optional<Agent> Reader::agent(int64_t agent_id) {
-  Stmt s(db_, std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?1");
+  static const std::string sql = std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?1";
+  Stmt& s = cached(agent_stmt_, sql.c_str());
+  ResetOnExit done{s};
   s.bind(1, agent_id);
   if (!s.step()) return std::nullopt;
   return agent_from(s);
@@ -107,10 +123,12 @@ int64_t Reader::transaction_count() {
 }
 
 std::optional<Transaction> Reader::load(int64_t id) {
-  Stmt s(db_,
-         "SELECT id, txid, trace_id, parent_span_id, agent_id, app, name, kind, start_unix_ns, end_unix_ns,"
-         " elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, sql_count, call_count, status, error, client_addr,"
-         " bytes_read, bytes_written, tid, step_count, attributes FROM transactions WHERE id = ?1");
+  Stmt& s = cached(tx_stmt_,
+                   "SELECT id, txid, trace_id, parent_span_id, agent_id, app, name, kind, start_unix_ns, end_unix_ns,"
+                   " elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, sql_count, call_count, status, error,"
+                   " client_addr, bytes_read, bytes_written, tid, step_count, attributes FROM transactions"
+                   " WHERE id = ?1");
+  ResetOnExit s_done{s};
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   Transaction t;
@@ -142,12 +160,13 @@ std::optional<Transaction> Reader::load(int64_t id) {
   t.attributes = parse_attributes_json(s.text(c++));
   if (auto a = agent(agent_id)) t.agent = std::move(*a);
 
-  Stmt st(db_,
+  Stmt& st = cached(steps_stmt_,
           "SELECT s.no, s.parent, s.kind, s.start_offset_ns, s.gap_ns, s.cpu_ns, s.elapsed_ns, s.bytes_read,"
           " s.bytes_written, x.text, s.error, s.ref_id, s.rows, s.fetch_ns, s.fingerprint, s.status, s.changes,"
           " s.attributes, s.callee_tx_id, c.txid"
           " FROM steps s LEFT JOIN texts x ON x.id = s.text_id LEFT JOIN transactions c ON c.id = s.callee_tx_id"
           " WHERE s.tx_id = ?1 ORDER BY s.no");
+  ResetOnExit st_done{st};
   st.bind(1, id);
   while (st.step()) {
     Step p;
@@ -175,10 +194,11 @@ std::optional<Transaction> Reader::load(int64_t id) {
     t.steps.push_back(std::move(p));
   }
 
-  Stmt sm(db_,
+  Stmt& sm = cached(summary_stmt_,
           "SELECT m.kind, m.fingerprint, x.text, m.count, m.elapsed_ns, m.rows, m.errors, m.bytes_read,"
           " m.bytes_written FROM step_summaries m LEFT JOIN texts x ON x.id = m.text_id"
           " WHERE m.tx_id = ?1 ORDER BY m.rowid");
+  ResetOnExit sm_done{sm};
   sm.bind(1, id);
   while (sm.step()) {
     Summary m;

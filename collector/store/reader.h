@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,11 @@ class Reader {
   std::vector<int64_t> ids(const std::string& sql, const std::string& app, std::optional<int64_t> p1,
                            std::optional<std::string> ptext);
 
+  // Prepared once, on first use (load() runs them for every transaction shown).
+  Stmt& cached(std::unique_ptr<Stmt>& slot, const char* sql);
+
   const Db& db_;
+  std::unique_ptr<Stmt> tx_stmt_, steps_stmt_, summary_stmt_, agent_stmt_;
 };
 
 }  // namespace txray
