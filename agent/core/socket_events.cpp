@@ -153,9 +153,18 @@ void connect_completed(FdSlot* s) {
   errno = saved;
 }
 
+// A connection that turned out not to be HTTP (and has no response to follow) is let go: its reads and
+// writes take the cheapest path from now on.
+void let_go_if_not_http(FdSlot* s, const ConnGuard& c) {
+  if (!c->watching && !c->tx) s->kind.store(FdKind::none, std::memory_order_relaxed);
+}
+
 void inbound_read(FdSlot* s, const char* p, size_t n) {
   int saved = errno;
-  if (ConnGuard c(s); c) c->on_read(p, n);
+  if (ConnGuard c(s); c) {
+    c->on_read(p, n);
+    let_go_if_not_http(s, c);
+  }
   errno = saved;
 }
 
@@ -167,6 +176,7 @@ void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
       c->on_read(static_cast<const char*>(iov[i].iov_base), take);
       n -= take;
     }
+    let_go_if_not_http(s, c);
   }
   errno = saved;
 }

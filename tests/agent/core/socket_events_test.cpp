@@ -123,3 +123,19 @@ TEST_F(SocketEventsTest, InboundConnectionUsedFromTwoThreads) {
     EXPECT_EQ(test::gap_sum(*t), t->elapsed_ns);
   }
 }
+
+TEST_F(SocketEventsTest, NonHttpInboundConnectionIsLetGo) {
+  const int fd = 704;
+  sock::on_accept(fd, "127.0.0.1:2");
+  EXPECT_EQ(fds::kind_of(fd), FdKind::inbound);
+  const std::string hello = "\x16\x03\x01 TLS client hello";
+  sock::on_read(fd, hello.data(), hello.size());
+  EXPECT_EQ(fds::kind_of(fd), FdKind::none);  // later reads and writes take the cheapest path
+  sock::on_accept(fd, "127.0.0.1:3");          // the next connection on the same fd is followed again
+  const std::string req = "GET /again HTTP/1.1\r\n\r\n";
+  sock::on_read(fd, req.data(), req.size());
+  const std::string resp = "HTTP/1.1 204 No Content\r\n\r\n";
+  sock::on_write(fd, resp.data(), resp.size());
+  ASSERT_EQ(g_done.size(), 1u);
+  EXPECT_EQ(g_done[0]->name, "GET /again");
+}
