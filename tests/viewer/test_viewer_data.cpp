@@ -144,13 +144,13 @@ class TestViewerData : public QObject {
     sock.ref_id = 34069859;
     sock.attributes = R"({"addr":"192.168.50.2","port":"8005","localport":"13192"})";
     QCOMPARE(QString::fromStdString(step_message(sock)),
-             QStringLiteral("SOCKET[addr=192.168.50.2,port=8005,localport=13192] uid=34069859"));
+             QStringLiteral("SOCKET[addr=192.168.50.2,port=8005,localport=13192] uid=000000000207dd63"));
     Step close;
     close.kind = "SOCKET_CLOSE";
     close.bytes_read = 51612;
     close.bytes_written = 222;
     close.ref_id = 34069859;
-    QCOMPARE(QString::fromStdString(step_message(close)), QStringLiteral("SOCKET-CLOSE R=51,612,W=222,uid=34069859"));
+    QCOMPARE(QString::fromStdString(step_message(close)), QStringLiteral("SOCKET-CLOSE R=51,612,W=222,uid=000000000207dd63"));
     Step sql;
     sql.kind = "SQL";
     sql.text = "SELECT 1";

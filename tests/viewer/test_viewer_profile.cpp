@@ -59,7 +59,7 @@ class TestViewerProfile : public QObject {
     QCOMPARE(steps->model()->index(4, ProfileModel::kGap).data().toString(), QStringLiteral("1,464"));
     QCOMPARE(steps->model()->index(4, ProfileModel::kCpu).data().toString(), QStringLiteral("1,356"));
     QCOMPARE(steps->model()->index(2, ProfileModel::kMessage).data().toString(),
-             QStringLiteral("    SOCKET[addr=192.168.50.2,port=8005,localport=13192] uid=34069859"));
+             QStringLiteral("    SOCKET[addr=192.168.50.2,port=8005,localport=13192] uid=000000000207dd63"));
     QVERIFY(p->headerText().contains("GET /reports/{id}"));
     QVERIFY(p->headerText().contains("RESPONSE      2,942 ms   CPU 1,356 ms"));
     QVERIFY(w.statusText().contains("selected #1"));
@@ -78,7 +78,7 @@ class TestViewerProfile : public QObject {
     p->copyToClipboard();
     const QString text = QGuiApplication::clipboard()->text();
     QVERIFY2(text.contains("TOTAL[2,942][1,356]"), qPrintable(text));
-    QVERIFY(text.contains("SOCKET-CLOSE R=51,612,W=222,uid=34069859"));
+    QVERIFY(text.contains("SOCKET-CLOSE R=51,612,W=222,uid=000000000207dd63"));
 
     // A click on the HTTP_CALL row opens the callee; Back returns.
     QTest::mouseClick(steps->viewport(), Qt::LeftButton, {},

@@ -106,7 +106,7 @@ class TestViewerStore : public QObject {
     QCOMPARE(gaps, p->tx.elapsed_ns);
     QCOMPARE(cpu, p->tx.cpu_ns);
     const QString text = QString::fromStdString(profile_text(*p));
-    QVERIFY2(text.contains("SOCKET-CLOSE R=51,612,W=222,uid=34069859"), qPrintable(text));
+    QVERIFY2(text.contains("SOCKET-CLOSE R=51,612,W=222,uid=000000000207dd63"), qPrintable(text));
     QVERIFY2(text.contains("[ 1,464][ 1,356] END"), qPrintable(text));
     QVERIFY(text.contains("TOTAL[2,942][1,356]"));
     // The callee knows its caller through the trace and the call's span id.

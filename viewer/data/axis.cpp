@@ -31,7 +31,7 @@ TimeAxis TimeAxis::panned(double dx) const {
 }
 
 ValueAxis::ValueAxis(int64_t v0, int64_t v1, double y_bottom, double y_top, bool log)
-    : v0_(log ? std::max<int64_t>(v0, 1000) : std::max<int64_t>(v0, 0)), yb_(y_bottom), yt_(y_top), log_(log) {
+    : v0_(log ? std::max<int64_t>(v0, 1000) : v0), yb_(y_bottom), yt_(y_top), log_(log) {
   v1_ = std::max(v1, v0_ + 1);
   if (yb_ <= yt_) yb_ = yt_ + 1;
 }

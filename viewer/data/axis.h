@@ -29,7 +29,8 @@ class TimeAxis {
 };
 
 // [v0, v1] (ns, response time) onto [y_bottom, y_top] (pixels; y_bottom > y_top as on screen).
-// On a log scale v0 must be > 0; values at or below v0 map to the bottom.
+// On a log scale v0 is at least 1 µs and values at or below v0 map to the bottom; on a linear scale v0
+// may be negative (a margin below 0 ms).
 class ValueAxis {
  public:
   ValueAxis() = default;

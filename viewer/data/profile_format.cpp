@@ -72,10 +72,10 @@ std::string step_message(const Step& s) {
   } else if (s.kind == "SOCKET") {
     m = "SOCKET[addr=" + attr(s.attributes, "addr") + ",port=" + attr(s.attributes, "port") +
         ",localport=" + attr(s.attributes, "localport") + "]";
-    if (s.ref_id) m += " uid=" + std::to_string(*s.ref_id);
+    if (s.ref_id) m += " uid=" + hex16(*s.ref_id);  // 64-bit ids print as 16 hex digits (schema.sql)
   } else if (s.kind == "SOCKET_CLOSE") {
     m = "SOCKET-CLOSE R=" + with_commas(s.bytes_read) + ",W=" + with_commas(s.bytes_written);
-    if (s.ref_id) m += ",uid=" + std::to_string(*s.ref_id);
+    if (s.ref_id) m += ",uid=" + hex16(*s.ref_id);
   } else if (s.kind == "SQL") {
     m = "SQL[" + s.text + "]";
     if (s.rows && *s.rows >= 0) m += " rows=" + with_commas(*s.rows);

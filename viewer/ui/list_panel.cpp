@@ -57,7 +57,7 @@ ListPanel::ListPanel(QWidget* parent)
   view_->horizontalHeader()->setStretchLastSection(true);
   view_->setWordWrap(false);
   // Wide enough for the title or a typical value, whichever is wider.
-  const char* samples[] = {"00:00:00 000", "payments", "GET /orders/{id}", "", "", "", "", "", "", "HTTP 500: upstream timed", "10.1.1.1:55555"};
+  const char* samples[] = {"00:00:00 000", "payments", "POST /json/GetCustomers", "", "", "", "", "", "", "HTTP 500: upstream timed", "10.1.1.1:55555"};
   const QFontMetrics fm(view_->font());
   for (int c = 0; c < TransactionListModel::kColumns; ++c)
     view_->setColumnWidth(c, std::max(fm.horizontalAdvance(model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString()),

@@ -1,5 +1,5 @@
 // txray-viewer [DB]
-// txray-viewer --screenshot OUT.png [--select-slowest] [--size WxH] DB
+// txray-viewer --screenshot OUT.png [--select-slowest] [--log-scale] [--size WxH] DB
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -60,8 +60,9 @@ int main(int argc, char** argv) {
   cli.addVersionOption();
   QCommandLineOption shot("screenshot", "Render the main window on DB to OUT.png and exit.", "OUT.png");
   QCommandLineOption slowest("select-slowest", "With --screenshot: box the whole view and open the slowest profile.");
+  QCommandLineOption log("log-scale", "Start with the response-time axis on a log scale.");
   QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
-  cli.addOptions({shot, slowest, size});
+  cli.addOptions({shot, slowest, log, size});
   cli.addPositionalArgument("DB", "txray store (SQLite file written by `txray collect`).");
   cli.process(app);
   const QStringList args = cli.positionalArguments();
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   }
 
   MainWindow w(!cli.isSet(shot));
+  if (cli.isSet(log)) w.scatter()->setLogScale(true);
   if (cli.isSet(shot)) {
     if (args.isEmpty()) {
       std::fprintf(stderr, "txray-viewer: --screenshot needs a DB\n");

@@ -136,13 +136,14 @@ void ScatterView::rebuild() {
   tx_ = TimeAxis(t0, t1, p.left(), p.right() + 1);
   int64_t top = y_max_.value_or(0);
   if (!y_max_) {
-    // Linear: room for all but the far outliers (they are drawn on the top row and counted in the
-    // badge), so that one 40 s transaction does not flatten the rest. Log: everything fits.
+    // Every dot fits: the slow outliers are what the X-View is for. When they flatten the rest, the log
+    // scale (Ctrl+L) or Ctrl+wheel on the top helps; dots above a lowered top are drawn on the top row.
     const int64_t max = points_->max_elapsed(t0, t1);
-    top = log_ ? max * 2 : std::min(max + max / 20, points_->quantile_elapsed(t0, t1, 0.999) * 3 / 2);
+    top = log_ ? max * 2 : max + max / 20;
   }
   top = std::max<int64_t>(top, 1000000);  // at least 1 ms
-  vy_ = ValueAxis(log_ ? std::min<int64_t>(100000, top / 10) : 0, top, p.bottom() + 1, p.top(), log_);
+  // Linear: a margin of 2 % below 0 ms, so that the fastest dots sit above the frame line.
+  vy_ = ValueAxis(log_ ? std::min<int64_t>(100000, top / 10) : -top / 50, top, p.bottom() + 1, p.top(), log_);
   grid_.build(*points_, tx_, vy_, kCell);
   renderImage();
   dirty_ = false;
@@ -175,10 +176,10 @@ void ScatterView::renderImage() {
   // Normal dots first, failed ones on top, slightly larger, so that errors are never hidden.
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c)
-      if (const auto& cell = grid_.at(c, r); cell.normal) fill(c, r, kCell + 1, cellColor(cell, false).rgb());
+      if (const auto& cell = grid_.at(c, r); cell.normal) fill(c, r, kCell + 2, cellColor(cell, false).rgb());
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c)
-      if (const auto& cell = grid_.at(c, r); cell.errors) fill(c, r, kCell + 2, cellColor(cell, true).rgb());
+      if (const auto& cell = grid_.at(c, r); cell.errors) fill(c, r, kCell + 3, cellColor(cell, true).rgb());
 }
 
 void ScatterView::paintEvent(QPaintEvent*) {
