@@ -290,11 +290,15 @@ void MainWindow::updateStatus() {
 }
 
 void MainWindow::exportReport() {
-#ifdef TXRAY_VIEWER_HAS_REPORT
   if (path_.isEmpty()) return;
   const QString out = QFileDialog::getSaveFileName(this, tr("Export report"), QFileInfo(path_).path() + "/report.html",
                                                    tr("HTML (*.html);;Markdown (*.md);;JSON (*.json)"));
-  if (out.isEmpty()) return;
+  if (!out.isEmpty()) exportReportTo(out);
+}
+
+bool MainWindow::exportReportTo(const QString& out) {
+#ifdef TXRAY_VIEWER_HAS_REPORT
+  if (path_.isEmpty()) return false;
   // The report covers the box on the scatter (its time range and minimum response time) and the list's
   // application filter, or the whole store when there is no box.
   report::Options opt;
@@ -308,15 +312,23 @@ void MainWindow::exportReport() {
   }
   opt.app = list_->model()->filter().app;
   status_->setText(tr("Writing report %1…").arg(out));
-  // A report over a million rows takes seconds: write it off the UI thread, report back by a queued call.
-  QPointer<QLabel> status = status_;  // the window may be closed before the report is done
-  std::thread([status, opt, out] {
+  // A report over a million rows takes seconds: write it off the UI thread, report back by a queued call
+  // (guarded: the window may be closed before the report is done).
+  QPointer<MainWindow> self = this;
+  std::thread([self, opt, out] {
     std::ofstream file(out.toStdString());
     std::string error = file ? report::write_report(opt, file) : "cannot write " + out.toStdString();
-    QMetaObject::invokeMethod(qApp, [status, out, error] {
-      if (status) status->setText(error.empty() ? tr("Report written to %1").arg(out) : QString::fromStdString(error));
+    file.close();
+    QMetaObject::invokeMethod(qApp, [self, out, error] {
+      if (!self) return;
+      self->status_->setText(error.empty() ? tr("Report written to %1").arg(out) : QString::fromStdString(error));
+      emit self->reportWritten(out, QString::fromStdString(error));
     }, Qt::QueuedConnection);
   }).detach();
+  return true;
+#else
+  (void)out;
+  return false;
 #endif
 }
 

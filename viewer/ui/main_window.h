@@ -41,6 +41,10 @@ class MainWindow : public QMainWindow {
   StoreSession* session() const { return session_; }
   QString storePath() const { return path_; }
   QString statusText() const;
+  // File > Export report… without the dialog: writes `txray report` to `out` (format from the suffix:
+  // .md, .json, else HTML) on a background thread; reportWritten tells the outcome. False when the
+  // viewer was built without collector/report.
+  bool exportReportTo(const QString& out);
   // Poll interval for new rows (live mode); default 500 ms.
   void setPollInterval(int ms) { poll_timer_.setInterval(ms); }
 
@@ -50,6 +54,7 @@ class MainWindow : public QMainWindow {
   void listFilled(int rows);      // the list shows the result of the latest box
   void profileShown(qint64 id);   // the profile pane shows transaction id
   void storeFailed(const QString& message);
+  void reportWritten(const QString& path, const QString& error);  // error empty on success
 
  protected:
   void closeEvent(QCloseEvent* e) override;
