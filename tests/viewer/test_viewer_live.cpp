@@ -15,6 +15,25 @@ class TestViewerLive : public QObject {
  private slots:
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
 
+  void aFileThatIsNotAStoreIsReported() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("notes.db");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray(4096, 'x'));
+    f.close();
+    MainWindow w(false);
+    QSignalSpy failed(&w, &MainWindow::storeFailed);
+    QSignalSpy loaded(&w, &MainWindow::loadFinished);
+    w.show();
+    w.openStore(path);
+    QVERIFY(failed.wait(5000));
+    QVERIFY(failed.at(0).at(0).toString().contains("not a txray store"));
+    QVERIFY(loaded.count() == 1 || loaded.wait(5000));
+    QVERIFY2(w.statusText().startsWith("Error: "), qPrintable(w.statusText()));
+    QCOMPARE(w.points().size(), size_t(0));
+  }
+
   void newRowsAppearWhileOpen() {
     StoreFixture store;
     const int64_t t = now_ns();

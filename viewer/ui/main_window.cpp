@@ -62,7 +62,8 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
     status_->setText(tr("Loading %1 transactions from %2…").arg(n).arg(path));
   });
   connect(session_, &StoreSession::failed, this, [this](const QString& message) {
-    status_->setText(message);
+    error_ = message;  // stays in the status bar until the next store is opened
+    updateStatus();
     emit storeFailed(message);
   });
   connect(session_, &StoreSession::pointsLoaded, this, [this](const PointBatchPtr& batch) {
@@ -231,6 +232,7 @@ void MainWindow::openStore(const QString& path) {
   setWindowTitle(tr("%1 - txray viewer").arg(QFileInfo(path).fileName()));
   points_.clear();
   first_load_done_ = false;
+  error_.clear();
   box_count_ = 0;
   history_.clear();
   scatter_->setSelection(std::nullopt);
@@ -278,7 +280,8 @@ void MainWindow::openProfile(qint64 id, bool remember) {
 QString MainWindow::statusText() const { return status_->text(); }
 
 void MainWindow::updateStatus() {
-  QString s = tr("%L1 transactions").arg(points_.size());
+  QString s = error_.isEmpty() ? QString() : tr("Error: %1  ·  ").arg(error_);
+  s += tr("%L1 transactions").arg(points_.size());
   s += tr("  ·  %1").arg(scatter_->describe());
   if (scatter_->selection()) s += tr("  ·  box: %L1 dots, list: %L2 rows").arg(box_count_).arg(list_->model()->rowCount());
   if (const auto& p = profile_->model()->profile())

@@ -79,6 +79,7 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   QTimer poll_timer_;
   QString path_;
+  QString error_;  // the last store error, shown in the status bar
   bool first_load_done_ = false;
   int box_request_ = 0, profile_request_ = 0;
   int64_t box_count_ = 0;
