@@ -1,6 +1,9 @@
 // Drag a box on the scatter with the mouse: the list holds exactly the transactions inside; its filters
 // narrow it; a click on a dot opens that transaction's profile.
 #include <QCheckBox>
+#include <QWheelEvent>
+#include <QHelpEvent>
+#include <QToolTip>
 #include <QTableView>
 #include <QtTest>
 
@@ -87,11 +90,51 @@ class TestViewerSelect : public QObject {
     ScatterView* s = w.scatter();
     s->setTimeRange(t0_ - 10000 * kMs, t0_ + 200000 * kMs);
     s->ensureUpToDate();
+    // The tooltip names the dot under the mouse.
+    const QPoint at = pixel_of(*s, t0_ + 30000 * kMs, 800 * kMs);
+    QHelpEvent help(QEvent::ToolTip, at, s->mapToGlobal(at));
+    QApplication::sendEvent(s, &help);
+    QVERIFY2(QToolTip::text().contains("shop  GET /item/7"), qPrintable(QToolTip::text()));
+    QVERIFY(QToolTip::text().contains("800 ms"));
+    QVERIFY(QToolTip::text().contains(QString("#%1").arg(id_of(3, 7))));
+
     QSignalSpy shown(&w, &MainWindow::profileShown);
-    QTest::mouseClick(s, Qt::LeftButton, {}, pixel_of(*s, t0_ + 30000 * kMs, 800 * kMs));
+    QTest::mouseClick(s, Qt::LeftButton, {}, at);
     QVERIFY(shown.wait(5000));
     QCOMPARE(shown.takeFirst().at(0).toLongLong(), id_of(3, 7));
     QVERIFY(w.profile()->headerText().contains("GET /item/7"));
+  }
+
+  void wheelZoomsAroundTheMouseAndRightDragPans() {
+    MainWindow w(false);
+    w.resize(1400, 900);
+    QVERIFY(open_and_wait(w, store_.path()));
+    ScatterView* s = w.scatter();
+    s->setTimeRange(t0_, t0_ + 200000 * kMs);
+    s->ensureUpToDate();
+    const QPoint at = pixel_of(*s, t0_ + 50000 * kMs, 500 * kMs);
+    const int64_t under = s->timeAxis().to_time(at.x());
+    QWheelEvent wheel(at, s->mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(s, &wheel);
+    s->ensureUpToDate();
+    const int64_t span = s->timeAxis().t1() - s->timeAxis().t0();
+    QVERIFY(std::llabs(span - 160000 * kMs) < kMs);  // one notch = x0.8
+    QVERIFY(std::llabs(s->timeAxis().to_time(at.x()) - under) < 1000 * kMs);
+    const int64_t before = s->timeAxis().t0();
+    QTest::mousePress(s, Qt::RightButton, {}, at);
+    QMouseEvent move(QEvent::MouseMove, at + QPoint(100, 0), s->mapToGlobal(at + QPoint(100, 0)), Qt::NoButton,
+                     Qt::RightButton, Qt::NoModifier);
+    QApplication::sendEvent(s, &move);
+    QTest::mouseRelease(s, Qt::RightButton, {}, at + QPoint(100, 0));
+    s->ensureUpToDate();
+    QVERIFY(s->timeAxis().t0() < before);  // dragged right: earlier times come into view
+    QVERIFY(!s->live());
+    s->setLogScale(true);
+    s->ensureUpToDate();
+    QVERIFY(s->valueAxis().log());
+    const auto [first, last] = w.points().range(s->timeAxis().t0(), s->timeAxis().t1());
+    QCOMPARE(s->grid().dots(), static_cast<int64_t>(last - first));
+    QCOMPARE(s->grid().clipped_above(), int64_t(0));  // the automatic top fits every dot
   }
 
   void boxOverNothingEmptiesTheList() {
