@@ -10,7 +10,7 @@
 
 namespace txray::samples {
 
-void serve_until_signal(const std::function<void()>& serve) {
+int run_until_signal(const std::function<void()>& serve) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -20,6 +20,11 @@ void serve_until_signal(const std::function<void()>& serve) {
   std::thread([serve] { serve(); }).detach();
   int sig = 0;
   sigwait(&set, &sig);
+  return sig;
+}
+
+void serve_until_signal(const std::function<void()>& serve) {
+  run_until_signal(serve);
   std::fflush(stdout);
   std::exit(0);
 }

@@ -13,6 +13,10 @@ namespace txray::samples {
 // while main's locals, which serving threads may still be using, are left alone.
 [[noreturn]] void serve_until_signal(const std::function<void()>& serve);
 
+// The same, but returns the signal number instead of exiting, for a caller that has more to do after
+// the signal (a pre-fork parent stopping its workers).
+int run_until_signal(const std::function<void()>& serve);
+
 // Prints "<name> listening on <what> port <port>" on stdout and flushes: tests and scripts wait for it.
 void announce(const std::string& name, const std::string& what, int port);
 
