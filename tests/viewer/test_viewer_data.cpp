@@ -92,6 +92,10 @@ class TestViewerData : public QObject {
     QCOMPARE(b.count, int64_t(1));
     QCOMPARE(b.min_id, int64_t(4));
     QCOMPARE(s.max_elapsed(0, 100 * kS), 5 * kMs);
+    const Box all{0, 100 * kS, 0, INT64_MAX};
+    QCOMPARE(s.nth_slowest(all, 1), 5 * kMs);
+    QCOMPARE(s.nth_slowest(all, 2), kMs);
+    QCOMPARE(s.nth_slowest(all, 6), int64_t(0));  // no more dots than asked: the box's own floor
   }
   void nearestFindsTheDotUnderTheMouse() {
     PointSet s;

@@ -73,6 +73,23 @@ class TestViewerSelect : public QObject {
     QCOMPARE(filled.takeFirst().at(0).toInt(), 20);
     QVERIFY(w.statusText().contains("box: 20 dots"));
 
+    // A box with more dots than the list's cap lists the slowest ones.
+    w.setMaxListRows(8);
+    QSignalSpy capped(&w, &MainWindow::listFilled);
+    w.selectBox(s->boxFromPixels(QRect(a, b).normalized()));
+    QVERIFY(capped.wait(5000));
+    got.clear();
+    for (int r = 0; r < model->rowCount(); ++r) got.insert(model->summary(r).id);
+    std::set<int64_t> slowest;
+    for (int i = 5; i <= 9; ++i)
+      for (int j = 4; j <= 5; ++j) slowest.insert(id_of(i, j));  // 500 and 600 ms: the 10 slowest (ties)
+    QCOMPARE(got, slowest);
+    QVERIFY2(w.statusText().contains("the slowest"), qPrintable(w.statusText()));
+    w.setMaxListRows(200000);
+    w.selectBox(s->boxFromPixels(QRect(a, b).normalized()));
+    QVERIFY(capped.wait(5000));
+    QCOMPARE(model->rowCount(), 20);
+
     // Errors only: the failed ones among them (ids divisible by 7).
     w.list()->findChild<QCheckBox*>("errorsOnly")->setChecked(true);
     std::set<int64_t> errors;

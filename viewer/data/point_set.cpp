@@ -53,6 +53,16 @@ BoxStats PointSet::box_stats(const Box& box) const {
   return s;
 }
 
+int64_t PointSet::nth_slowest(const Box& box, size_t n) const {
+  auto [first, last] = range(box.t0, box.t1);
+  std::vector<int64_t> v;
+  for (size_t i = first; i < last; ++i)
+    if (points_[i].elapsed_ns >= box.e0 && points_[i].elapsed_ns <= box.e1) v.push_back(points_[i].elapsed_ns);
+  if (n == 0 || v.size() <= n) return box.e0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n - 1), v.end(), std::greater<>());
+  return v[n - 1];
+}
+
 int64_t PointSet::max_elapsed(int64_t t0, int64_t t1) const {
   auto [first, last] = range(t0, t1);
   int64_t m = 0;

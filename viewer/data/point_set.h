@@ -35,6 +35,9 @@ class PointSet {
   // Index range [first, last) of dots with t0 <= end <= t1.
   std::pair<size_t, size_t> range(int64_t t0, int64_t t1) const;
   BoxStats box_stats(const Box& box) const;
+  // The response time of the n-th slowest dot in `box` (box.e0 when the box holds n dots or fewer): a box
+  // raised to it holds about the n slowest dots.
+  int64_t nth_slowest(const Box& box, size_t n) const;
   // Largest response time among dots ending in [t0, t1] (0 when none).
   int64_t max_elapsed(int64_t t0, int64_t t1) const;
   // Approximate q-quantile (0..1) of the response times ending in [t0, t1], from an even sample of at

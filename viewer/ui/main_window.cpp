@@ -267,7 +267,14 @@ void MainWindow::onBox(const Box& box) {
     emit listFilled(0);
     return;
   }
-  box_request_ = session_->queryBox(box, stats.min_id, stats.max_id);
+  // A list of a million rows would take seconds and hundreds of MB: keep the slowest max_list_rows_.
+  Box query = box;
+  list_floor_ns_ = 0;
+  if (static_cast<size_t>(stats.count) > max_list_rows_) {
+    query.e0 = points_.nth_slowest(box, max_list_rows_);
+    list_floor_ns_ = query.e0;
+  }
+  box_request_ = session_->queryBox(query, stats.min_id, stats.max_id);
   status_->setText(tr("Loading %1 transactions…").arg(stats.count));
 }
 
@@ -283,7 +290,10 @@ void MainWindow::updateStatus() {
   QString s = error_.isEmpty() ? QString() : tr("Error: %1  ·  ").arg(error_);
   s += tr("%L1 transactions").arg(points_.size());
   s += tr("  ·  %1").arg(scatter_->describe());
-  if (scatter_->selection()) s += tr("  ·  box: %L1 dots, list: %L2 rows").arg(box_count_).arg(list_->model()->rowCount());
+  if (scatter_->selection()) {
+    s += tr("  ·  box: %L1 dots, list: %L2 rows").arg(box_count_).arg(list_->model()->rowCount());
+    if (list_floor_ns_ > 0) s += tr(" (the slowest, ≥ %1 ms)").arg(QString::fromStdString(format_ms(list_floor_ns_)));
+  }
   if (const auto& p = profile_->model()->profile())
     s += tr("  ·  selected #%1 %2 %3, %4 ms")
              .arg(p->tx.id)

@@ -31,8 +31,11 @@ class MainWindow : public QMainWindow {
   void openStore(const QString& path);
   // Selects every dot of the current view as the box (Edit > Select all in view).
   void selectAllInView();
-  // Shows `box` on the scatter and fills the list with its transactions (as a mouse drag does).
+  // Shows `box` on the scatter and fills the list with its transactions (as a mouse drag does). A box
+  // of more than maxListRows() dots lists the slowest that many (the status bar says so).
   void selectBox(const Box& box);
+  size_t maxListRows() const { return max_list_rows_; }
+  void setMaxListRows(size_t n) { max_list_rows_ = n; }
 
   ScatterView* scatter() const { return scatter_; }
   ListPanel* list() const { return list_; }
@@ -83,6 +86,8 @@ class MainWindow : public QMainWindow {
   bool first_load_done_ = false;
   int box_request_ = 0, profile_request_ = 0;
   int64_t box_count_ = 0;
+  int64_t list_floor_ns_ = 0;
+  size_t max_list_rows_ = 200000;  // > 0 when a big box lists only its dots at least this slow
   qint64 shown_id_ = 0;
   std::vector<qint64> history_;
 };
