@@ -190,6 +190,19 @@ int main(int argc, char** argv) {
   char what[64];
   std::snprintf(what, sizeof what, "box of %lld dots -> list filled", static_cast<long long>(box_rows));
   report(what, median(box_ms), 300, "box query alone", median(box_base), box_ms);
+  {
+    // Sorting the list on a header click runs on the UI thread: how long for this many rows.
+    std::vector<double> sort_ms;
+    for (int run = 0; run < 4; ++run) {
+      QElapsedTimer t;
+      t.start();
+      w->list()->view()->sortByColumn(run % 2 ? TransactionListModel::kResponse : TransactionListModel::kEnd,
+                                      Qt::AscendingOrder);
+      w->list()->view()->repaint();
+      sort_ms.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
+    }
+    std::printf("%-44s %8.1f ms  (no target; runs: %s)\n", "  list sort on a header click", median(sort_ms), runs(sort_ms).c_str());
+  }
 
   // 3. profile opens: click (select) a row in the list -> steps painted
   std::vector<double> prof_ms, prof_base;
