@@ -78,10 +78,11 @@ def remove_db(db):
             os.remove(db + suffix)
 
 
-def raw_run(tmp, i):
+def raw_run(tmp, i, no_checkpoint=False):
     db = os.path.join(tmp, f"raw{i}.db")
+    extra = ["--raw-no-checkpoint"] if no_checkpoint else []
     out = json.loads(subprocess.run([SENDER, "--raw-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
-                                     "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                                     "--per-batch", str(PER_BATCH), "--seed", str(i + 1), *extra],
                                     check=True, capture_output=True, text=True).stdout)
     assert counts(db) == (N, N * STEPS), counts(db)
     remove_db(db)
@@ -136,7 +137,7 @@ def collector_run(tmp, i):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="txray-bench-ingest-") as tmp:
-        raw, col, wr, raw_cpu, col_cpu, wr_cpu = [], [], [], [], [], []
+        raw, col, wr, raw_cpu, col_cpu, wr_cpu, raw_nc = [], [], [], [], [], [], []
         for i in range(RUNS):
             rate, cpu = raw_run(tmp, i)
             raw.append(rate)
@@ -147,9 +148,11 @@ def main():
             rate, cpu = writer_run(tmp, i)
             wr.append(rate)
             wr_cpu.append(cpu)
+            raw_nc.append(raw_run(tmp, i, no_checkpoint=True)[0])
             threads = "  ".join(f"{k} {v:.2f}s" for k, v in sorted(col_cpu[-1].items()))
             print(f"  run {i + 1}: raw SQLite {raw[-1]:,.0f} tx/s (CPU {raw_cpu[-1]:.2f}s)   collector {col[-1]:,.0f} tx/s "
-                  f"(CPU {threads})   store writer alone {wr[-1]:,.0f} tx/s", flush=True)
+                  f"(CPU {threads})   store writer alone {wr[-1]:,.0f} tx/s   raw without checkpoint {raw_nc[-1]:,.0f} tx/s",
+                  flush=True)
     r, c, w = statistics.median(raw), statistics.median(col), statistics.median(wr)
     r_cpu = statistics.median(raw_cpu)
     busiest = statistics.median(max(v for k, v in cpu.items()) for cpu in col_cpu)
@@ -163,6 +166,9 @@ def main():
     print(f"  CPU-bound rates: raw {N / r_cpu:,.0f} tx/s per CPU-second; collector's busiest thread "
           f"{N / busiest:,.0f} tx/s -> {r_cpu / busiest:.1%} of raw (collector CPU in all threads: "
           f"{total / r_cpu:.2f}x raw's)")
+    nc = statistics.median(raw_nc)
+    print(f"  raw SQLite without the WAL checkpoint its commit runs (the collector checkpoints on a thread of "
+          f"its own): {nc:,.0f} tx/s; collector = {c / nc:.1%} of that")
     print(f"  diagnostic: the store's writer alone (no ZeroMQ, no decode): {w:,.0f} tx/s = {w / r:.1%} of raw "
           f"(CPU {statistics.median(wr_cpu):.2f}s vs raw {r_cpu:.2f}s)")
     print(f"  machine load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

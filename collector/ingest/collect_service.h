@@ -20,6 +20,7 @@ struct CollectOptions {
   size_t queue_bytes = 256u << 20;            // … and their encoded size
   size_t commit_rows = 50000;                 // rows per SQLite transaction, at most (roughly)
   std::chrono::milliseconds commit_window{250};  // and at most this long before a commit
+  std::chrono::milliseconds commit_idle{20};     // … or commit when no batch came for this long
 };
 
 // Counters shared by the two threads; read for the status line and the final summary.

@@ -42,6 +42,7 @@ struct Args {
   uint64_t drops = 0;
   bool print_txids = false;
   bool linked = false;
+  bool raw_no_checkpoint = false;
 };
 
 std::vector<txray::v1::Batch> generate(const Args& a) {
@@ -105,6 +106,7 @@ double send_all(const Args& a, const std::vector<std::string>& messages) {
 double raw_insert(const Args& a, const std::vector<txray::v1::Batch>& batches) {
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);  // the same SQLite tuning as the collector
   txray::Db db = txray::open_store(a.raw_db, txray::OpenMode::kCreate);
+  if (a.raw_no_checkpoint) db.exec("PRAGMA wal_autocheckpoint=0");  // the commit leaves everything in the WAL
   struct StepRow {
     const txray::v1::Step* s;
     int64_t text_id;
@@ -231,6 +233,7 @@ int main(int argc, char** argv) {
   app.add_option("--oversize-bytes", a.oversize_bytes, "size of each oversized message");
   app.add_option("--drops", a.drops, "queue_full drops reported in the last batch (send_failed: half)");
   app.add_flag("--print-txids", a.print_txids, "list the txids sent");
+  app.add_flag("--raw-no-checkpoint", a.raw_no_checkpoint, "with --raw-sqlite: no automatic WAL checkpoint at the commit");
   app.add_flag("--linked", a.linked, "make pairs of caller and callee transactions (one trace per pair)");
   CLI11_PARSE(app, argc, argv);
   if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty() && a.writer_db.empty()) {
