@@ -53,6 +53,9 @@ class CollectorIngest(TxrayTestCase):
         # The sender has handed every message to the collector's socket; stop at once.
         rc = c.stop()
         self.assertEqual(rc, 0)
+        # The last checkpoint (TRUNCATE) leaves everything in the database file proper.
+        if os.path.exists(c.db + "-wal"):
+            self.assertEqual(os.path.getsize(c.db + "-wal"), 0)
         self.assertEqual(count_transactions(c.db), 20000)
         self.assertEqual(final_status(c)["stored"], 20000)
         with sqlite3.connect(c.db) as con:
