@@ -29,7 +29,6 @@ struct FdSlot {
   std::atomic<uint64_t> bytes_read{0};
   std::atomic<uint64_t> bytes_written{0};
   uint64_t uid = 0;                       // socket uid (ties SOCKET and SOCKET_CLOSE)
-  uint64_t txid = 0;                      // transaction that recorded the SOCKET row (0: none)
   // A non-blocking connect still in progress (EINPROGRESS): its SOCKET row gets its real elapsed time
   // at the first byte in or out, or its error (SO_ERROR) when the socket is closed first.
   std::atomic<bool> connecting{false};

@@ -81,7 +81,6 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
     if (s->kind.load(std::memory_order_relaxed) == FdKind::inbound)
       if (ConnGuard c(s); c) c->on_close();
     s->uid = ids::next();
-    s->txid = 0;
     s->connecting.store(false, std::memory_order_relaxed);
     s->connect_step = StepRef{};
     s->bytes_read.store(0, std::memory_order_relaxed);
@@ -91,7 +90,6 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
     if (Transaction* t = rec::current()) {
       ref = rec::open(t, StepKind::SOCKET);
       if (ref) {
-        s->txid = t->txid;
         char port_s[16];
         std::snprintf(port_s, sizeof port_s, "%d", port);
         char text[96];
