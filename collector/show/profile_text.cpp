@@ -135,11 +135,14 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
   }
   add_line(out, indent, rule);
 
+  // Whole milliseconds as in the reference, except for a transaction under 100 ms: there whole
+  // milliseconds would print a column of zeros, so GAP, CPU_T and TOTAL get three decimals.
+  const auto ms = t.elapsed_ns < 100'000'000 ? ms_precise : ms_rounded;
   // Column widths grow with the numbers (the reference pads to 4).
   size_t gap_w = 4, cpu_w = 5, no_w = 4;
   for (const auto& s : t.steps) {
-    gap_w = std::max(gap_w, ms_rounded(s.gap_ns).size());
-    cpu_w = std::max(cpu_w, ms_rounded(s.cpu_ns).size());
+    gap_w = std::max(gap_w, ms(s.gap_ns).size());
+    cpu_w = std::max(cpu_w, ms(s.cpu_ns).size());
     no_w = std::max(no_w, std::to_string(s.no).size());
   }
   auto pad_left = [](const std::string& s, size_t w) { return std::string(w > s.size() ? w - s.size() : 0, ' ') + s; };
@@ -156,10 +159,10 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
     no = std::string(no_w > no.size() ? no_w - no.size() : 0, '0') + no;
     add_line(out, indent,
              "[" + no + "][" + clock_time(t.start_unix_ns + s.start_offset_ns) + "][" +
-                 pad_left(ms_rounded(s.gap_ns), gap_w) + "][" + pad_left(ms_rounded(s.cpu_ns), cpu_w) + "] " +
+                 pad_left(ms(s.gap_ns), gap_w) + "][" + pad_left(ms(s.cpu_ns), cpu_w) + "] " +
                  std::string(2 * static_cast<size_t>(depth_of(t, s)), ' ') + step_message(s));
   }
-  add_line(out, indent, "TOTAL[" + ms_rounded(t.elapsed_ns) + "][" + ms_rounded(t.cpu_ns) + "]");
+  add_line(out, indent, "TOTAL[" + ms(t.elapsed_ns) + "][" + ms(t.cpu_ns) + "]");
 
   if (!t.summary.empty()) {
     add_line(out, indent, rule);

@@ -124,4 +124,4 @@ class CliRunWithAgent(TxrayTestCase):
         self.assertIn("APPLICATION    : curlrun", text)
         self.assertRegex(text, rf"SOCKET\[addr=127\.0\.0\.1,port={port},localport=\d+\] uid=[0-9a-f]{{16}}")
         self.assertRegex(text, r"SOCKET_CLOSE R=\d+,W=\d+,uid=")
-        self.assertRegex(text, r"(?m)^TOTAL\[[\d,]+\]\[[\d,]+\]$")
+        self.assertRegex(text, r"(?m)^TOTAL\[[\d,.]+\]\[[\d,.]+\]$")

@@ -29,7 +29,7 @@ class CliShow(TxrayTestCase):
                       "CPU TIME", "SQL TIME", "FETCH TIME", "CALL TIME", "STATUS", "BYTES"):
             self.assertRegex(out, rf"(?m)^{label} +: ", label)
         self.assertIn("[ NO ][ START_TIME ][", out)
-        rows = re.findall(r"(?m)^\[(\d{4})\]\[(\d\d:\d\d:\d\d \d{3})\]\[ *([\d,]+)\]\[ *([\d,]+)\] (.*)$", out)
+        rows = re.findall(r"(?m)^\[(\d{4})\]\[(\d\d:\d\d:\d\d \d{3})\]\[ *([\d,.]+)\]\[ *([\d,.]+)\] (.*)$", out)
         self.assertEqual(len(rows), len(tx["steps"]))
         self.assertEqual(rows[0][4], "START")
         self.assertEqual(rows[-1][4], "END")
@@ -40,9 +40,12 @@ class CliShow(TxrayTestCase):
         self.assertTrue(any(re.match(r"  SQL SELECT .* rows=[\d,]+ \[[\d.,]+ ms\]", m) for m in messages), messages)
         self.assertTrue(any(m.startswith("HTTP_CALL GET http://backend:8080/stock/") and " status 200 [" in m
                             for m in messages), messages)
-        ms = round(tx["elapsed_ns"] / 1e6)
-        cpu = round(tx["cpu_ns"] / 1e6)
-        self.assertIn(f"TOTAL[{ms:,}][{cpu:,}]", out)
+        # Whole milliseconds like the reference; three decimals for a transaction under 100 ms.
+        if tx["elapsed_ns"] >= 100_000_000:
+            total = f"TOTAL[{round(tx['elapsed_ns'] / 1e6):,}][{round(tx['cpu_ns'] / 1e6):,}]"
+        else:
+            total = f"TOTAL[{round(tx['elapsed_ns'] / 1e3) / 1e3:,.3f}][{round(tx['cpu_ns'] / 1e3) / 1e3:,.3f}]"
+        self.assertIn(total, out)
 
     def test_selections(self):
         db, sent = self.fill()
