@@ -70,6 +70,20 @@ void with_step(const StepRef& s, Fn fn) {
   if (Step* step = lookup(s)) fn(*step);
 }
 
+// Rows fetched for a step that was folded: they go to its summary line.
+void add_summary_rows(Transaction* t, StepKind kind, uint64_t fingerprint, int64_t rows) {
+  for (auto& x : t->summary)
+    if (x.kind == kind && x.fingerprint == fingerprint) {
+      x.rows += rows;
+      return;
+    }
+}
+
+void share_text(Step& st, const SharedText& text) {
+  if (text.size() <= kMaxText) st.text = text;
+  else st.text.assign(text.view().substr(0, kMaxText));
+}
+
 StepRef make_ref(Transaction* t, int32_t index) {
   const Step& s = t->steps[size_t(index)];
   return StepRef{t, t->txid, s.seq, index, s.start_mono_ns};
@@ -96,11 +110,41 @@ StepRef add(Transaction* tx, StepKind kind, std::string_view text) {
   return make_ref(tx, i);
 }
 
-void close(StepRef& s) {
+uint64_t close(StepRef& s) {
+  if (!s.tx || s.tx != current()) return 0;
+  Section sec(s.tx);
+  if (!sec) return 0;
+  return lookup(s) ? rows::close_at(s.tx, s.index) : 0;
+}
+
+uint64_t close_sql(StepRef& s, const SqlRow& row) {
+  if (!s.tx || s.tx != current()) return 0;
+  Section sec(s.tx);
+  if (!sec) return 0;
+  Step* st = lookup(s);
+  if (!st) return 0;
+  if (row.text) share_text(*st, *row.text);
+  st->fingerprint = row.fingerprint;
+  if (row.binds) st->binds = *row.binds;
+  st->rows = row.rows;
+  st->changes = row.changes;
+  uint64_t elapsed = rows::close_at(s.tx, s.index);  // may fold the step: `st` is not used after this
+  s.tx->totals.sql_ns += elapsed;
+  s.tx->totals.sql_count += 1;
+  return elapsed;
+}
+
+void end_fetch(const StepRef& s, uint64_t fingerprint, int64_t more_rows, uint64_t fetch_ns) {
   if (!s.tx || s.tx != current()) return;
   Section sec(s.tx);
   if (!sec) return;
-  if (lookup(s)) rows::close_at(s.tx, s.index);
+  s.tx->totals.fetch_ns += fetch_ns;
+  if (Step* step = lookup(s)) {
+    if (more_rows > 0) step->rows = (step->rows < 0 ? 0 : step->rows) + more_rows;
+    step->fetch_ns = fetch_ns;
+  } else if (more_rows > 0) {
+    add_summary_rows(s.tx, StepKind::SQL, fingerprint, more_rows);
+  }
 }
 
 uint64_t elapsed(const StepRef& s) {
@@ -117,15 +161,14 @@ void add_rows(const StepRef& s, StepKind kind, uint64_t fingerprint, int64_t row
     step->rows = (step->rows < 0 ? 0 : step->rows) + rows;
     return;
   }
-  for (auto& x : s.tx->summary)
-    if (x.kind == kind && x.fingerprint == fingerprint) {
-      x.rows += rows;
-      return;
-    }
+  add_summary_rows(s.tx, kind, fingerprint, rows);
 }
 
 void set_text(const StepRef& s, std::string_view text) {
   with_step(s, [&](Step& st) { st.text.assign(text.substr(0, kMaxText)); });
+}
+void set_text(const StepRef& s, const SharedText& text) {
+  with_step(s, [&](Step& st) { share_text(st, text); });
 }
 void set_error(const StepRef& s, std::string_view error) {
   with_step(s, [&](Step& st) { st.error.assign(error.substr(0, 1024)); });

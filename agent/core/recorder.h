@@ -35,13 +35,15 @@
 //   then. Setters on a stale or empty StepRef do nothing, so hooks need no checks of their own.
 // - Row times and GAP/CPU_T are taken by the recorder (open() and add() read the wall clock and the
 //   thread CPU clock); hooks never pass times in, so GAPs and CPU_Ts always add up exactly.
-// - Strings are copied; the caller keeps ownership of what it passes.
+// - Strings are copied (a SharedText is shared instead); the caller keeps ownership of what it passes.
 // - Nothing here does I/O, takes locks (except in TXRAY_MODE=process, where one transaction collects
 //   steps from every thread), or changes errno.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include "shared_text.h"
 
 namespace txray {
 
@@ -91,13 +93,37 @@ Transaction* current();
 StepRef open(Transaction* tx, StepKind kind);
 
 // Closes a call step: elapsed_ns = now - its open time. Reads the wall clock only (not the CPU clock).
-void close(StepRef& step);
+// Returns that elapsed_ns, also when the step was folded into a summary line at close (then it is the
+// number the summary got): add exactly this to the transaction's totals. 0 for an empty or stale ref.
+uint64_t close(StepRef& step);
+
+// What a SQL row records when its call returns.
+struct SqlRow {
+  const SharedText* text = nullptr;   // the statement's normalized text, shared (not copied)
+  uint64_t fingerprint = 0;
+  const SharedText* binds = nullptr;  // bind parameters (attribute "binds"); null or empty = none
+  int64_t rows = -1;
+  int64_t changes = -1;
+};
+
+// The hot path of a SQL row, in one recorder entry: sets the fields, closes the step and adds it to
+// the transaction's SQL totals (sql_ns += the elapsed close measured, sql_count += 1), so that sql_ns
+// equals the rows' plus the summary lines' elapsed exactly. Returns that elapsed (0 and nothing
+// counted for an empty or stale ref). Set error/status before, with set_error()/set_status().
+uint64_t close_sql(StepRef& step, const SqlRow& row);
+
+// The end of a SQL execution whose rows were fetched after its row was closed: adds `more_rows` to the
+// row (or to its summary line, found by kind SQL and `fingerprint`, when it was folded), sets the row's
+// fetch_ns and adds fetch_ns to the transaction's fetch total. One recorder entry. Does nothing when the
+// step's transaction is not current.
+void end_fetch(const StepRef& s, uint64_t fingerprint, int64_t more_rows, uint64_t fetch_ns);
 
 // Adds an instantaneous row (elapsed 0, no children) of `kind` with `text` at now.
 StepRef add(Transaction* tx, StepKind kind, std::string_view text = {});
 
 // Field setters (see Step in the wire format). Each does nothing on an empty or stale StepRef.
 void set_text(const StepRef& s, std::string_view text);          // truncated at 4 KiB
+void set_text(const StepRef& s, const SharedText& text);         // shared, not copied (cut at 4 KiB)
 void set_error(const StepRef& s, std::string_view error);        // non-empty = the step failed
 void add_attr(const StepRef& s, std::string_view key, std::string_view value);
 void add_bytes(const StepRef& s, uint64_t read, uint64_t written);

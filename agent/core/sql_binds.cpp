@@ -56,11 +56,13 @@ void BindList::clear() {
   total_ = 0;
   text_.clear();
   dirty_ = false;
+  shared_stale_ = true;
 }
 
 const std::string& BindList::text() {
   if (!dirty_) return text_;
   dirty_ = false;
+  shared_stale_ = true;
   text_.clear();
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (i) text_ += ", ";
@@ -69,6 +71,15 @@ const std::string& BindList::text() {
   }
   if (total_ > kMaxRecorded) text_ += ", ...";
   return text_;
+}
+
+const SharedText& BindList::shared() {
+  text();
+  if (shared_stale_) {
+    shared_ = SharedText(text_);
+    shared_stale_ = false;
+  }
+  return shared_;
 }
 
 std::string format_pg_params(int n, const char* const* values, const int* lengths, const int* formats,

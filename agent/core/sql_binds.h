@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shared_text.h"
 #include "sql_normalizer.h"
 
 namespace txray::sql {
@@ -33,6 +34,9 @@ class BindList {
 
   // The attribute value ("" when there are no parameters).
   const std::string& text();
+  // The same, as a SharedText that every execution's row shares until the value changes (in mask mode
+  // that is when a parameter's type changes, so re-executions record their binds with no allocation).
+  const SharedText& shared();
 
  private:
   struct Slot {
@@ -42,7 +46,9 @@ class BindList {
   std::vector<Slot> slots_;
   int total_ = 0;  // highest index seen
   std::string text_;
+  SharedText shared_;
   bool dirty_ = false;
+  bool shared_stale_ = true;  // shared_ was not rebuilt since text_ last changed
 };
 
 // libpq parameters (PQexecParams, PQexecPrepared and their send variants) in the same format.

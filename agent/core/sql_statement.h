@@ -30,7 +30,8 @@ struct OpenExecution {
 };
 
 struct SqliteStatement {
-  Normalized sql;  // text per TXRAY_SQL, fingerprint
+  Normalized sql;   // text per TXRAY_SQL, fingerprint
+  SharedText text;  // sql.text, shared by every execution's row
   BindList binds;
   OpenExecution run;
 };

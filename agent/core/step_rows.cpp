@@ -52,7 +52,7 @@ void summarize(Transaction* t, const Step& s) {
       sum = &t->summary.back();
       sum->kind = s.kind;
       sum->fingerprint = fp;
-      sum->text = fp ? s.text : std::string("(other)");
+      sum->text = fp ? std::string(s.text.view()) : std::string("(other)");
     }
   }
   sum->count++;
@@ -108,7 +108,7 @@ int32_t add(Transaction* t, StepKind kind, bool call) {
   return index;
 }
 
-void close_at(Transaction* t, int32_t index) {
+uint64_t close_at(Transaction* t, int32_t index) {
   uint64_t now = clock::mono_ns();
   auto close_one = [&](int32_t i) {
     Step& s = t->steps[size_t(i)];
@@ -127,7 +127,10 @@ void close_at(Transaction* t, int32_t index) {
   } else {
     close_one(index);
   }
+  // Read before folding: a step folded now is gone from the list, and its summary line got this number.
+  uint64_t elapsed = t->steps[size_t(index)].elapsed_ns;
   fold_tail(t);
+  return elapsed;
 }
 
 void finish(Transaction* t) {

@@ -12,8 +12,10 @@ void start(Transaction* t);
 // A new step at now, child of the innermost open call; `call` = it stays open until close_at().
 // Returns its index in t->steps.
 int32_t add(Transaction* t, StepKind kind, bool call);
-// Closes the open call at `index` (and any opened after it that are still open) at now.
-void close_at(Transaction* t, int32_t index);
+// Closes the open call at `index` (and any opened after it that are still open) at now. Returns its
+// elapsed_ns: the one number the step's row or its summary line got (a step past the limit is folded
+// here, so nobody can read it from the list afterwards).
+uint64_t close_at(Transaction* t, int32_t index);
 // The END row, closing every step still open; sets elapsed_ns and cpu_ns.
 void finish(Transaction* t);
 // Folds closed steps past the limit at the end of the list into summaries.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "recorder.h"
+#include "shared_text.h"
 
 namespace txray {
 
@@ -36,8 +37,9 @@ struct Step {
   uint64_t elapsed_ns = 0;
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
-  std::string text;
+  SharedText text;   // shared with whoever made it (a prepared statement's masked text): no copy per row
   std::string error;
+  SharedText binds;  // a SQL row's bind parameters; on the wire the attribute "binds", before `attrs`
   std::vector<Attr> attrs;
   uint64_t id = 0;
   int64_t rows = -1;

@@ -121,11 +121,11 @@ extern "C" CURLcode curl_easy_perform(CURL* h) {
   txray::SaveErrno keep;
   txray::http_out::set_call_span(0);
   describe(s, h, rc, true);
-  txray::rec::close(s);
+  uint64_t elapsed = txray::rec::close(s);  // also what a summary line got when the row was folded
   // The transaction may have changed under a long transfer only in odd programs; totals go to the
   // current one, which is where the row went.
   if (txray::Transaction* now = txray::rec::current())
-    txray::rec::add_totals(now, {.call_ns = txray::rec::elapsed(s), .call_count = 1});
+    txray::rec::add_totals(now, {.call_ns = elapsed, .call_count = 1});
   return rc;
 }
 

@@ -152,9 +152,9 @@ void end_query(Transaction* tx, const PGconn* conn, sql::PendingQuery& q) {
   rec::set_rows(q.step, q.rows);
   rec::set_changes(q.step, q.changes);
   if (r >= q.read0 && w >= q.written0) rec::add_bytes(q.step, r - q.read0, w - q.written0);
-  rec::close(q.step);
-  uint64_t el = rec::elapsed(q.step);
-  if (!el) el = rec::now_ns() - q.step.start_mono_ns;  // folded into a summary at close
+  // The elapsed the recorder measured and gave the row (or its summary line, when it was folded at
+  // close): the SQL total is their exact sum.
+  uint64_t el = rec::close(q.step);
   if (tx && tx == q.step.tx) rec::add_totals(tx, {.sql_ns = el, .sql_count = 1});
 }
 

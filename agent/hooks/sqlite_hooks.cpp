@@ -69,17 +69,23 @@ std::string error_text(sqlite3* db, int rc) {
   return std::string(head) + (m ? m : "unknown error");
 }
 
+// Registers a prepared statement with its normalized text (a fresh state: the address may be reused).
+sql::SqliteStatement& remember(sqlite3_stmt* st) {
+  const char* text = stmt_sql(st);
+  sql::SqliteStatement& s = statements().reset(st);
+  const auto& cfg = sql::settings();
+  s.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
+  s.text = txray::SharedText(s.sql.text);
+  return s;
+}
+
 // The agent's state for a statement, created from its text when the statement was prepared by a path
 // the hooks did not see (before the agent started, or with the guard off).
 sql::SqliteStatement* state_of(sqlite3_stmt* st, bool create) {
   if (!st) return nullptr;
   sql::SqliteStatement* s = statements().find(st);
   if (s || !create) return s;
-  const char* text = stmt_sql(st);
-  sql::SqliteStatement& fresh = statements().reset(st);
-  const auto& cfg = sql::settings();
-  fresh.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
-  return &fresh;
+  return &remember(st);
 }
 
 // Adds time and rows of the fetches to the execution's row, and fetch time to the transaction totals.
@@ -87,20 +93,8 @@ void end_execution(sql::OpenExecution& run) {
   if (!run.active) return;
   run.active = false;
   // The first row was counted when it came; the others go to the row, or to its summary line when the
-  // row was folded past the step limit.
-  rec::add_rows(run.step, StepKind::SQL, run.fingerprint, run.rows - 1);
-  rec::set_fetch_ns(run.step, run.fetch_ns);
-  Transaction* tx = rec::current();
-  if (tx && tx == run.step.tx && run.fetch_ns) rec::add_totals(tx, {.fetch_ns = run.fetch_ns});
-}
-
-// Closes a SQL row and adds it to the transaction's SQL totals. The recorder measured the elapsed time;
-// a row folded into a summary at close is gone, so its time is measured here instead.
-void close_sql_row(Transaction* tx, StepRef& step) {
-  rec::close(step);
-  uint64_t el = rec::elapsed(step);
-  if (!el) el = rec::now_ns() - step.start_mono_ns;
-  rec::add_totals(tx, {.sql_ns = el, .sql_count = 1});
+  // row was folded past the step limit. The fetch time goes to the row and the transaction's total.
+  rec::end_fetch(run.step, run.fingerprint, run.rows - 1, run.fetch_ns);
 }
 
 void fail(Transaction* tx, StepRef& step, sqlite3* db, int rc) {
@@ -118,18 +112,17 @@ int first_step(Transaction* tx, sqlite3_stmt* st, sql::SqliteStatement* s, int (
   StepRef step = rec::open(tx, StepKind::SQL);
   int rc = real(st);
   SaveErrno keep;
-  rec::set_text(step, s->sql.text);
-  rec::set_fingerprint(step, s->sql.fingerprint);
-  if (!s->binds.empty()) rec::add_attr(step, "binds", s->binds.text());
+  rec::SqlRow row{.text = &s->text,
+                  .fingerprint = s->sql.fingerprint,
+                  .binds = s->binds.empty() ? nullptr : &s->binds.shared(),
+                  .rows = rc == SQLITE_ROW ? 1 : 0};
   if (rc == SQLITE_ROW) {
-    rec::set_rows(step, 1);
     s->run = {.active = true, .step = step, .fingerprint = s->sql.fingerprint, .rows = 1, .fetch_ns = 0};
   } else {
-    rec::set_rows(step, 0);
-    if (writes && rc == SQLITE_DONE) rec::set_changes(step, total_changes(db) - changes0);
+    if (writes && rc == SQLITE_DONE) row.changes = total_changes(db) - changes0;
     if (rc != SQLITE_DONE) fail(tx, step, db, rc);
   }
-  close_sql_row(tx, step);
+  rec::close_sql(step, row);
   return rc;
 }
 
@@ -177,14 +170,6 @@ void record_bind(sqlite3_stmt* st, int index, sql::BindType type, MakeRaw make_r
   else s->binds.set(index, type, {}, cfg.mode);
 }
 
-// Registers a prepared statement with its normalized text.
-void remember(sqlite3_stmt* st) {
-  const char* text = stmt_sql(st);
-  sql::SqliteStatement& s = statements().reset(st);
-  const auto& cfg = sql::settings();
-  s.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
-}
-
 // A statement that failed to compile (syntax error, no such table) is a failed SQL row of its own: the
 // program asked for it and got an error. `text` is UTF-8, or null for the UTF-16 variants.
 void failed_prepare(sqlite3* db, const char* text, int n, int rc, uint64_t elapsed) {
@@ -210,7 +195,7 @@ int prepare_hook(sqlite3* db, const char* utf8_text, int n, sqlite3_stmt** out, 
   uint64_t t0 = rec::now_ns();
   int rc = call();
   SaveErrno keep;
-  if (rc == SQLITE_OK && out && *out) remember(*out);
+  if (rc == SQLITE_OK && out && *out) (void)remember(*out);
   else if (rc != SQLITE_OK) failed_prepare(db, utf8_text, n, rc, rec::now_ns() - t0);
   return rc;
 }
@@ -312,12 +297,12 @@ extern "C" int sqlite3_exec(sqlite3* db, const char* text, int (*callback)(void*
   StepRef step = rec::open(tx, StepKind::SQL);
   int rc = real(db, text, callback ? counting_callback : nullptr, callback ? &ctx : nullptr, errmsg);
   SaveErrno keep;
-  rec::set_text(step, n.text);
-  rec::set_fingerprint(step, n.fingerprint);
-  rec::set_rows(step, callback ? ctx.rows : -1);
-  rec::set_changes(step, total_changes(db) - changes0);
+  txray::SharedText shown(n.text);
   if (rc != SQLITE_OK) fail(tx, step, db, rc);
-  close_sql_row(tx, step);
+  rec::close_sql(step, {.text = &shown,
+                        .fingerprint = n.fingerprint,
+                        .rows = callback ? ctx.rows : -1,
+                        .changes = total_changes(db) - changes0});
   return rc;
 }
 

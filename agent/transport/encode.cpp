@@ -9,12 +9,13 @@
 namespace txray {
 namespace {
 
-void write_attr(pb::Writer& w, int field, const Attr& a) {
+void write_attr(pb::Writer& w, int field, std::string_view key, std::string_view value) {
   size_t m = w.begin(field);
-  w.str(1, a.key);
-  w.str(2, a.value);
+  w.str(1, key);
+  w.str(2, value);
   w.end(m);
 }
+void write_attr(pb::Writer& w, int field, const Attr& a) { write_attr(w, field, a.key, a.value); }
 
 void write_step(pb::Writer& w, const Step& s) {
   size_t m = w.begin(19);  // Transaction.steps
@@ -28,6 +29,7 @@ void write_step(pb::Writer& w, const Step& s) {
   w.u64(8, s.bytes_written);
   w.str(9, s.text);
   w.str(10, s.error);
+  if (!s.binds.empty()) write_attr(w, 11, "binds", s.binds);
   for (const auto& a : s.attrs) write_attr(w, 11, a);
   w.fixed64(12, s.id);
   w.i64(13, s.rows);

@@ -119,6 +119,13 @@ class SqliteShell(TxrayTestCase):
         # Each execution returned 3 rows, fetched after its row was closed (and folded): all are counted.
         self.assertEqual(sum(s["rows"] for s in rows) + summary["rows"], 600)
         self.assertEqual(tx["sql_count"], 202)
+        # SQL time is exact past the limit too: rows' plus summary lines' elapsed (one measurement each,
+        # at close). Fetch time of folded executions has no summary field: the total holds at least the
+        # rows' fetch time.
+        steps = sql_steps(tx)
+        self.assertEqual(tx["sql_count"], len(steps) + summary["count"])
+        self.assertEqual(tx["sql_ns"], sum(s["elapsed_ns"] for s in steps) + summary["elapsed_ns"])
+        self.assertGreaterEqual(tx["fetch_ns"], sum(s.get("fetch_ns") or 0 for s in steps))
 
 
 class PySqliteApp(TxrayTestCase):
