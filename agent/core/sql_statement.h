@@ -32,6 +32,9 @@ struct OpenExecution {
 struct SqliteStatement {
   Normalized sql;   // text per TXRAY_SQL, fingerprint
   SharedText text;  // sql.text, shared by every execution's row
+  // Fixed for the statement's life, asked once at prepare (not per execution).
+  void* db = nullptr;     // sqlite3_db_handle
+  bool writes = false;    // !sqlite3_stmt_readonly: its row records the rows it changed
   BindList binds;
   OpenExecution run;
 };

@@ -76,6 +76,8 @@ sql::SqliteStatement& remember(sqlite3_stmt* st) {
   const auto& cfg = sql::settings();
   s.sql = sql::normalize(text ? text : "", cfg.mode, cfg.max_text);
   s.text = txray::SharedText(s.sql.text);
+  s.db = db_of(st);
+  s.writes = !is_readonly(st);
   return s;
 }
 
@@ -106,8 +108,8 @@ void fail(Transaction* tx, StepRef& step, sqlite3* db, int rc) {
 
 // The first sqlite3_step of an execution: opens, runs and closes its row.
 int first_step(Transaction* tx, sqlite3_stmt* st, sql::SqliteStatement* s, int (*real)(sqlite3_stmt*)) {
-  sqlite3* db = db_of(st);
-  bool writes = !is_readonly(st);
+  auto* db = static_cast<sqlite3*>(s->db);
+  bool writes = s->writes;
   int64_t changes0 = writes ? total_changes(db) : 0;
   StepRef step = rec::open(tx, StepKind::SQL);
   int rc = real(st);

@@ -30,6 +30,21 @@ TEST(BindList, GapsShowAsUnsetAndTextFollowsChanges) {
   EXPECT_EQ(b.text(), "");
 }
 
+TEST(BindList, SharedTextIsReusedUntilTheTextChanges) {
+  BindList b;
+  b.set(1, BindType::integer, {}, TextMode::mask);
+  const char* first = b.shared().view().data();
+  EXPECT_EQ(b.shared(), "int");
+  b.set(1, BindType::integer, {}, TextMode::mask);  // re-executed with a new value of the same type
+  EXPECT_EQ(b.shared().view().data(), first);       // no new text: rows share the old one
+  txray::SharedText held = b.shared();              // a row still holds it when the type changes
+  b.set(1, BindType::text, {}, TextMode::mask);
+  EXPECT_EQ(b.shared(), "text");
+  EXPECT_EQ(held, "int");
+  b.clear();
+  EXPECT_TRUE(b.shared().empty());
+}
+
 TEST(BindList, RawModeKeepsValues) {
   BindList b;
   b.set(1, BindType::integer, "42", TextMode::raw);

@@ -211,6 +211,7 @@ TEST(Encode, EveryFieldRoundTripsThroughTheGeneratedCode) {
   s.text = std::string(300, 'x');  // a length that needs a 2-byte varint
   s.error = "E";
   s.attrs.push_back({"k", "v"});
+  s.binds = SharedText("int, text");
   s.id = ~0ull;
   s.rows = -1;
   s.fetch_ns = 11;
@@ -263,8 +264,12 @@ TEST(Encode, EveryFieldRoundTripsThroughTheGeneratedCode) {
   EXPECT_EQ(ps.rows(), -1);
   EXPECT_EQ(ps.status(), -3);
   EXPECT_EQ(ps.changes(), 4);
-  EXPECT_EQ(ps.attributes(0).key(), "k");
-  EXPECT_EQ(pt.steps(1).rows(), -1);  // Step's default: unknown
+  ASSERT_EQ(ps.attributes_size(), 2);  // Step.binds is the attribute "binds", before the others
+  EXPECT_EQ(ps.attributes(0).key(), "binds");
+  EXPECT_EQ(ps.attributes(0).value(), "int, text");
+  EXPECT_EQ(ps.attributes(1).key(), "k");
+  EXPECT_EQ(pt.steps(1).rows(), -1);
+  EXPECT_EQ(pt.steps(1).attributes_size(), 0);  // no binds: no attribute  // Step's default: unknown
   ASSERT_EQ(pt.summary_size(), 1);
   EXPECT_EQ(pt.summary(0).kind(), v1::DNS);
   EXPECT_EQ(pt.summary(0).rows(), -4);
