@@ -90,7 +90,7 @@ void fold_tail(Transaction* t) {
 int32_t add(Transaction* t, StepKind kind, bool call) {
   fold_tail(t);
   uint64_t now = clock::mono_ns();
-  Step s;
+  Step& s = t->steps.emplace_back();  // built in place: a Step is ~200 bytes, not worth a temporary
   s.kind = kind;
   s.seq = ++t->next_seq;
   s.start_mono_ns = now;
@@ -99,7 +99,6 @@ int32_t add(Transaction* t, StepKind kind, bool call) {
   // One row is always kept for END. A folded step reads no CPU clock and moves no "previous row" mark.
   if (t->rows + 1 >= t->max_rows) s.folded = true;
   else stamp(t, s, now);
-  t->steps.push_back(std::move(s));
   int32_t index = int32_t(t->steps.size() - 1);
   if (call) {
     if (t->depth < Transaction::kMaxDepth) t->stack[t->depth++] = index;
