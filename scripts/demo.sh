@@ -184,7 +184,7 @@ elif [ -n "${DISPLAY:-}" ]; then
   echo "demo: opening txray-viewer on $DB (close it to finish)"
   "$BIN/txray-viewer" "$DB" || echo "demo: txray-viewer exited with status $?"
 else
-  if QT_QPA_PLATFORM=offscreen "$BIN/txray-viewer" --screenshot "$OUT/viewer.png" --select-slowest "$DB" >"$OUT/viewer.log" 2>&1; then
+  if QT_QPA_PLATFORM=offscreen "$BIN/txray-viewer" --screenshot "$OUT/viewer.png" --select-slowest --log-scale "$DB" >"$OUT/viewer.log" 2>&1; then
     echo "demo: no \$DISPLAY; screenshot of the viewer saved to $OUT/viewer.png"
   else
     echo "demo: the viewer screenshot failed (see $OUT/viewer.log)"

@@ -30,6 +30,9 @@ void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowe
     QApplication::exit(1);
   });
   QObject::connect(&w, &MainWindow::loadFinished, &w, [&w, slowest, save] {
+    // A picture of the data, not of the live window: a short demo run would sit at the right edge of
+    // a 15-minute window.
+    w.scatter()->fitAll();
     if (!slowest || w.points().size() == 0) return save();
     QObject::connect(&w, &MainWindow::listFilled, &w, [&w, save](int rows) {
       if (rows == 0) return save();
