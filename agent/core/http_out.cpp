@@ -318,8 +318,8 @@ void CallSink::on_response(HttpCall& c, std::string_view error) {
   rec::set_status(c.step, c.status);
   rec::add_bytes(c.step, c.response_bytes, c.request_bytes);
   if (!error.empty()) rec::set_error(c.step, error);
-  rec::close(c.step);
-  rec::add_totals(c.step.tx, {.call_ns = rec::elapsed(c.step), .call_count = 1});
+  uint64_t elapsed = rec::close(c.step);  // also what a summary line got when the call was folded
+  rec::add_totals(c.step.tx, {.call_ns = elapsed, .call_count = 1});
 }
 
 }  // namespace txray

@@ -17,8 +17,8 @@
 //     txray::SaveErrno keep;                       // everything below must leave errno as real() did
 //     txray::rec::set_text(step, sqlite3_sql(st));
 //     txray::rec::set_status(step, rc);
-//     txray::rec::close(step);                     // elapsed = now - open time
-//     txray::rec::add_totals(tx, {.sql_ns = txray::rec::elapsed(step), .sql_count = 1});
+//     uint64_t el = txray::rec::close(step);       // elapsed = now - open time (row or summary line)
+//     txray::rec::add_totals(tx, {.sql_ns = el, .sql_count = 1});
 //     return rc;
 //   }
 //
