@@ -51,9 +51,15 @@ struct PendingQuery {
   uint64_t read0 = 0, written0 = 0;  // socket byte counters when the query was sent
 };
 
+// A libpq prepared statement's normalized text, shared by the rows of its executions.
+struct PgStatement {
+  SharedText text;
+  uint64_t fingerprint = 0;
+};
+
 struct PgConnection {
   std::string label;  // "db@host:port", for the PQfinish row
-  std::unordered_map<std::string, Normalized> prepared;  // statement name -> its text
+  std::unordered_map<std::string, PgStatement> prepared;  // statement name -> its text
   PendingQuery pending;
 };
 

@@ -89,7 +89,7 @@ sql::PgConnection& state_of(const PGconn* conn) {
 
 // --- one query ---
 
-void begin_query(Transaction* tx, const PGconn* conn, sql::PgConnection& c, const sql::Normalized& n,
+void begin_query(Transaction* tx, const PGconn* conn, sql::PgConnection& c, const sql::PgStatement& n,
                  const std::string& params) {
   sql::PendingQuery& q = c.pending;
   q = {};
@@ -158,30 +158,31 @@ void end_query(Transaction* tx, const PGconn* conn, sql::PendingQuery& q) {
   if (tx && tx == q.step.tx) rec::add_totals(tx, {.sql_ns = el, .sql_count = 1});
 }
 
-// What a query is: its normalized text and its parameters.
+// What a query is: its normalized text (shared with its prepared statement, if any) and its parameters.
 struct Query {
-  sql::Normalized n;
+  sql::PgStatement n;
   std::string params;
 };
 
-Query plain(const char* text) {
+sql::PgStatement normalized(std::string_view text) {
   const auto& cfg = sql::settings();
-  return {sql::normalize(str_or(text, ""), cfg.mode, cfg.max_text), {}};
+  sql::Normalized n = sql::normalize(text, cfg.mode, cfg.max_text);
+  return {txray::SharedText(n.text), n.fingerprint};
 }
+
+Query plain(const char* text) { return {normalized(str_or(text, "")), {}}; }
 
 Query with_params(const char* text, int n, const char* const* values, const int* lengths, const int* formats) {
   const auto& cfg = sql::settings();
-  return {sql::normalize(str_or(text, ""), cfg.mode, cfg.max_text),
-          sql::format_pg_params(n, values, lengths, formats, cfg.mode, cfg.max_bind)};
+  return {normalized(str_or(text, "")), sql::format_pg_params(n, values, lengths, formats, cfg.mode, cfg.max_bind)};
 }
 
 // PQprepare / PQsendPrepare: remembers the statement's text and describes the PREPARE itself.
 Query prepare(sql::PgConnection& c, const char* name, const char* text) {
-  const auto& cfg = sql::settings();
   std::string nm = name ? name : "";
-  c.prepared[nm] = sql::normalize(str_or(text, ""), cfg.mode, cfg.max_text);
+  c.prepared[nm] = normalized(str_or(text, ""));
   std::string head = "PREPARE " + (nm.empty() ? std::string("\"\"") : nm) + " AS ";
-  return {sql::normalize(head + str_or(text, ""), cfg.mode, cfg.max_text), {}};
+  return {normalized(head + str_or(text, "")), {}};
 }
 
 Query prepared(sql::PgConnection& c, const char* name, int n, const char* const* values, const int* lengths,
@@ -189,8 +190,8 @@ Query prepared(sql::PgConnection& c, const char* name, int n, const char* const*
   const auto& cfg = sql::settings();
   Query q;
   auto it = c.prepared.find(name ? name : "");
-  if (it != c.prepared.end()) q.n = it->second;
-  else q.n = sql::normalize(std::string("EXECUTE ") + str_or(name, "\"\""), cfg.mode, cfg.max_text);
+  if (it != c.prepared.end()) q.n = it->second;  // shares the text: no copy per execution
+  else q.n = normalized(std::string("EXECUTE ") + str_or(name, "\"\""));
   q.params = sql::format_pg_params(n, values, lengths, formats, cfg.mode, cfg.max_bind);
   return q;
 }
