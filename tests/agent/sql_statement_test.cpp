@@ -37,7 +37,7 @@ TEST(HandleTable, FindResetTake) {
 
 TEST(HandleTable, ResetGivesAFreshStateForAReusedAddress) {
   HandleTable<State> t;
-  int h;
+  int h = 0;  // only its address is used, as a stand-in for a library handle
   t.reset(&h).value = 7;
   EXPECT_EQ(t.find(&h)->value, 7);  // now cached on this thread
   State& fresh = t.reset(&h);       // the library freed the handle and reused its address
@@ -47,7 +47,7 @@ TEST(HandleTable, ResetGivesAFreshStateForAReusedAddress) {
 
 TEST(HandleTable, CacheSeesChangesFromOtherThreads) {
   HandleTable<State> t;
-  int h;
+  int h = 0;  // only its address is used, as a stand-in for a library handle
   t.reset(&h).value = 3;
   ASSERT_NE(t.find(&h), nullptr);  // cached here
   std::thread([&] { t.take(&h); }).join();
@@ -59,7 +59,7 @@ TEST(HandleTable, CacheSeesChangesFromOtherThreads) {
 
 TEST(HandleTable, TwoTablesDoNotShareTheCache) {
   HandleTable<State> t1, t2;
-  int h;
+  int h = 0;  // only its address is used, as a stand-in for a library handle
   t1.reset(&h).value = 1;
   EXPECT_NE(t1.find(&h), nullptr);
   EXPECT_EQ(t2.find(&h), nullptr);
