@@ -7,40 +7,18 @@
 
 #include "config.h"
 #include "recorder.h"
+#include "recorder_fixture.h"
 #include "shared_text.h"
 #include "test_support.h"
 #include "transaction.h"
 
 using namespace txray;
-using txray::test::Collected;
-using txray::test::FakeClock;
+using namespace txray::test;  // FakeClock, Collected, RecorderFixture
 
-namespace {
-
-class SqlRowTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    FakeClock::install();
-    Collected::install();
-  }
-  void TearDown() override {
-    FakeClock::uninstall();
-    tx::set_sink(nullptr);
-    tx::make_current(nullptr);
-    set_config(Config{});
-  }
-  Transaction* begin() {
-    Transaction* t = tx::begin("batch", "process");
-    tx::make_current(t);
-    return t;
-  }
-  Transaction& end(Transaction* t) {
-    tx::end(t, 0, "");
-    return *Collected::txs.back();
-  }
+// Each test's transaction is a "batch" of kind "process", ended with status 0.
+struct SqlRowTest : RecorderFixture {
+  SqlRowTest() : RecorderFixture("batch", "process", 0) {}
 };
-
-}  // namespace
 
 TEST(SharedText, CopiesShareTheBytesAndReassigningLeavesOtherHoldersAlone) {
   SharedText empty;

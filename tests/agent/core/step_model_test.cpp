@@ -7,6 +7,7 @@
 #include "config.h"
 #include "counters.h"
 #include "recorder.h"
+#include "recorder_fixture.h"
 #include "test_support.h"
 #include "transaction.h"
 
@@ -14,32 +15,10 @@ using namespace txray;
 using txray::test::Collected;
 using txray::test::FakeClock;
 
-namespace {
-
-class StepModelTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    FakeClock::install();
-    Collected::install();
-  }
-  void TearDown() override {
-    FakeClock::uninstall();
-    tx::set_sink(nullptr);
-    tx::make_current(nullptr);
-    set_config(Config{});
-  }
-  Transaction* begin() {
-    Transaction* t = tx::begin("GET /x", "http");
-    tx::make_current(t);
-    return t;
-  }
-  Transaction& end(Transaction* t) {
-    tx::end(t, 200, "");
-    return *Collected::txs.back();
-  }
+// Each test's transaction is "GET /x" of kind "http", ended with status 200.
+struct StepModelTest : test::RecorderFixture {
+  StepModelTest() : RecorderFixture("GET /x", "http", 200) {}
 };
-
-}  // namespace
 
 TEST_F(StepModelTest, GapsAndCpuAddUpExactlyAndLandInTheRightRow) {
   Transaction* t = begin();
