@@ -11,8 +11,8 @@
 //                                               process on this small machine does not count). The
 //                                               CPU figure is what the calls cost this thread, which
 //                                               other load on the machine hardly changes.
-// Plain read()/write() on blocking sockets, as a hand-written client does.
-#include <arpa/inet.h>
+// Plain read()/write() on blocking sockets, as a hand-written client does (samples/common's net.h only
+// sets the sockets up, outside the timed loop).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -25,8 +25,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
+
+#include "net.h"
 
 namespace {
 
@@ -42,18 +45,9 @@ double median(std::vector<double> v) {
 }
 
 int serve(int port) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(ls, 16) != 0) {
-    perror("bind");
-    return 1;
-  }
+  int ls = txray::samples::listen_tcp("127.0.0.1", uint16_t(port), 16);
   static const char kResp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  int one = 1;
   for (;;) {
     int fd = accept(ls, nullptr, nullptr);
     if (fd < 0) continue;
@@ -76,17 +70,8 @@ int serve(int port) {
 }
 
 int call(int port, long n, long batch) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    perror("connect");
-    return 1;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Connected (TCP_NODELAY set) before the timed loop; the calls themselves are plain write()/read().
+  int fd = txray::samples::connect_tcp("127.0.0.1", uint16_t(port));
   char req[256];
   char resp[256];
   constexpr long kChunk = 1000;
@@ -135,7 +120,7 @@ int call(int port, long n, long batch) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   if (argc == 3 && strcmp(argv[1], "--serve") == 0) return serve(atoi(argv[2]));
   if (argc == 5 && strcmp(argv[1], "--call") == 0) {
     long n = atol(argv[3]), batch = atol(argv[4]);
@@ -147,4 +132,7 @@ int main(int argc, char** argv) {
   }
   fprintf(stderr, "usage: %s --serve PORT | --call PORT N BATCH\n", argv[0]);
   return 2;
+} catch (const std::exception& e) {  // listen/connect failed
+  fprintf(stderr, "txray-bench-http-call: %s\n", e.what());
+  return 1;
 }

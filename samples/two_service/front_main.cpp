@@ -1,37 +1,65 @@
 // two_service_front: the front service. GET /order/<id> calls the back-end (GET /price/<id>) over a
 // keep-alive connection per front thread and answers a text built from the back-end's reply.
 //   two_service_front --port 9101 --backend 9102
+#include <CLI/CLI.hpp>
+
+#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <memory>
+#include <stdexcept>
 #include <string>
 
-#include "mini_http.h"
+#include "http.h"
+#include "net.h"
+#include "service.h"
 
-using namespace two_service;
+using namespace txray::samples;
+
+namespace {
+
+// GET /price/<id> on this serving thread's kept-alive back-end connection. A connection the back-end
+// closed meanwhile fails once (HttpClient then drops it): reconnect and try again.
+HttpResponse call_backend(uint16_t backend, const std::string& id) {
+  thread_local HttpClient client("127.0.0.1", backend);
+  try {
+    return client.request("GET", "/price/" + id);
+  } catch (const std::runtime_error&) {
+    return client.request("GET", "/price/" + id);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  int port = std::atoi(option(argc, argv, "--port", "9101").c_str());
-  int backend = std::atoi(option(argc, argv, "--backend", "9102").c_str());
-  return serve(port, [backend](const Request& req) {
-    Response r;
-    if (req.target.rfind("/order/", 0) != 0) {
-      r.status = 404;
-      r.body = "no such resource\n";
-      return r;
-    }
-    std::string id = req.target.substr(7);
-    // one connection per serving thread, reused for every request of its client connection
-    thread_local std::unique_ptr<Client> client;
-    if (!client) client = std::make_unique<Client>(backend);
-    int status = 0;
-    std::string body, error;
-    if (!client->get("/price/" + id, status, body, error)) {
-      r.status = 502;
-      r.body = "back-end failed: " + error + "\n";
-      return r;
-    }
-    r.body = "order " + id + "\nback-end status " + std::to_string(status) + "\nprice " + body;
-    return r;
-  });
+  CLI::App app{"two_service_front: GET /order/<id> calls the back-end's GET /price/<id>"};
+  uint16_t port = 9101, backend = 9102;
+  app.add_option("--port", port, "port on 127.0.0.1")->capture_default_str();
+  app.add_option("--backend", backend, "the back-end's port on 127.0.0.1")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  try {
+    HttpServer server(listen_tcp("127.0.0.1", port), [backend](const HttpRequest& req, HttpResponse& r) {
+      r.headers["Content-Type"] = "text/plain";
+      if (req.target.rfind("/order/", 0) != 0) {
+        r.status = 404;
+        r.body = "no such resource\n";
+        return;
+      }
+      std::string id = req.target.substr(7);
+      HttpResponse price;
+      try {
+        price = call_backend(backend, id);
+      } catch (const std::exception& e) {
+        r.status = 502;
+        r.body = std::string("back-end failed: ") + e.what() + "\n";
+        return;
+      }
+      r.body = "order " + id + "\nback-end status " + std::to_string(price.status) + "\nprice " + price.body;
+    });
+    announce("two_service_front", "http", port);
+    server.serve_forever();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "two_service_front: %s\n", e.what());
+    return 1;
+  }
+  return 0;
 }
