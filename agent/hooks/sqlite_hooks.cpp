@@ -172,6 +172,21 @@ void record_bind(sqlite3_stmt* st, int index, sql::BindType type, MakeRaw make_r
   else s->binds.set(index, type, {}, cfg.mode);
 }
 
+// The body every sqlite3_bind_* hook shares: the sql guard is held across the real call (sqlite3_bind_int
+// calls sqlite3_bind_int64 through the PLT, and the bind is recorded once, by the outer hook), and a
+// successful bind is recorded with errno kept.
+template <typename Real, typename MakeRaw, typename... Args>
+int bind_through(Real real, sqlite3_stmt* st, int i, sql::BindType type, MakeRaw make_raw, Args... args) {
+  if (!real) return SQLITE_MISUSE;
+  HookGuard guard(HookFamily::sql);
+  int rc = real(st, i, args...);
+  if (guard && rc == SQLITE_OK) {
+    SaveErrno keep;
+    record_bind(st, i, type, make_raw);
+  }
+  return rc;
+}
+
 // A statement that failed to compile (syntax error, no such table) is a failed SQL row of its own: the
 // program asked for it and got an error. `text` is UTF-8, or null for the UTF-16 variants.
 void failed_prepare(sqlite3* db, const char* text, int n, int rc, uint64_t elapsed) {
@@ -309,181 +324,89 @@ extern "C" int sqlite3_exec(sqlite3* db, const char* text, int (*callback)(void*
 }
 
 // --- binds ---------------------------------------------------------------------------------------------
-// The guard is held across the real call: sqlite3_bind_int calls sqlite3_bind_int64 through the PLT, and
-// the bind is recorded once, by the outer hook.
+// Each hook says how to describe its value (raw mode); bind_through does the rest.
 
 extern "C" int sqlite3_bind_int(sqlite3_stmt* st, int i, int v) {
-  auto real = TXRAY_REAL(sqlite3_bind_int, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::integer, [&](size_t) { return std::to_string(v); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_int, kLib), st, i, sql::BindType::integer,
+                      [&](size_t) { return std::to_string(v); }, v);
 }
 
 extern "C" int sqlite3_bind_int64(sqlite3_stmt* st, int i, sqlite3_int64 v) {
-  auto real = TXRAY_REAL(sqlite3_bind_int64, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::integer, [&](size_t) { return std::to_string(v); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_int64, kLib), st, i, sql::BindType::integer,
+                      [&](size_t) { return std::to_string(v); }, v);
 }
 
 extern "C" int sqlite3_bind_double(sqlite3_stmt* st, int i, double v) {
-  auto real = TXRAY_REAL(sqlite3_bind_double, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::real, [&](size_t) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-      return std::string(buf);
-    });
-  }
-  return rc;
+  auto describe = [&](size_t) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  return bind_through(TXRAY_REAL(sqlite3_bind_double, kLib), st, i, sql::BindType::real, describe, v);
 }
 
 extern "C" int sqlite3_bind_null(sqlite3_stmt* st, int i) {
-  auto real = TXRAY_REAL(sqlite3_bind_null, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::null, [](size_t) { return std::string("NULL"); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_null, kLib), st, i, sql::BindType::null,
+                      [](size_t) { return std::string("NULL"); });
 }
 
 extern "C" int sqlite3_bind_text(sqlite3_stmt* st, int i, const char* v, int n, void (*dtor)(void*)) {
-  auto real = TXRAY_REAL(sqlite3_bind_text, kLib);
-  if (!real) return SQLITE_MISUSE;
   // Read the value before the call: with a destructor other than SQLITE_STATIC/TRANSIENT, SQLite may
   // free it when the call fails.
   std::string raw;
   if (v && sql::settings().mode == sql::TextMode::raw)
     raw = sql::quote_value(n < 0 ? std::string_view(v) : std::string_view(v, size_t(n)), sql::settings().max_bind);
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v, n, dtor);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, v ? sql::BindType::text : sql::BindType::null, [&](size_t) { return v ? raw : "NULL"; });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_text, kLib), st, i, v ? sql::BindType::text : sql::BindType::null,
+                      [&](size_t) { return v ? raw : "NULL"; }, v, n, dtor);
 }
 
 extern "C" int sqlite3_bind_text64(sqlite3_stmt* st, int i, const char* v, sqlite3_uint64 n, void (*dtor)(void*),
                                    unsigned char encoding) {
-  auto real = TXRAY_REAL(sqlite3_bind_text64, kLib);
-  if (!real) return SQLITE_MISUSE;
   std::string raw;
   if (v && sql::settings().mode == sql::TextMode::raw) {
     raw = encoding == SQLITE_UTF8 ? sql::quote_value(std::string_view(v, size_t(n)), sql::settings().max_bind)
                                   : "text16(" + std::to_string(n) + ")";
   }
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v, n, dtor, encoding);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, v ? sql::BindType::text : sql::BindType::null, [&](size_t) { return v ? raw : "NULL"; });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_text64, kLib), st, i, v ? sql::BindType::text : sql::BindType::null,
+                      [&](size_t) { return v ? raw : "NULL"; }, v, n, dtor, encoding);
 }
 
 extern "C" int sqlite3_bind_text16(sqlite3_stmt* st, int i, const void* v, int n, void (*dtor)(void*)) {
-  auto real = TXRAY_REAL(sqlite3_bind_text16, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v, n, dtor);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, v ? sql::BindType::text : sql::BindType::null,
-                [&](size_t) { return v ? "text16(" + std::to_string(n) + ")" : std::string("NULL"); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_text16, kLib), st, i, v ? sql::BindType::text : sql::BindType::null,
+                      [&](size_t) { return v ? "text16(" + std::to_string(n) + ")" : std::string("NULL"); },
+                      v, n, dtor);
 }
 
 extern "C" int sqlite3_bind_blob(sqlite3_stmt* st, int i, const void* v, int n, void (*dtor)(void*)) {
-  auto real = TXRAY_REAL(sqlite3_bind_blob, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v, n, dtor);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, v ? sql::BindType::blob : sql::BindType::null,
-                [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_blob, kLib), st, i, v ? sql::BindType::blob : sql::BindType::null,
+                      [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); },
+                      v, n, dtor);
 }
 
 extern "C" int sqlite3_bind_blob64(sqlite3_stmt* st, int i, const void* v, sqlite3_uint64 n, void (*dtor)(void*)) {
-  auto real = TXRAY_REAL(sqlite3_bind_blob64, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v, n, dtor);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, v ? sql::BindType::blob : sql::BindType::null,
-                [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_blob64, kLib), st, i, v ? sql::BindType::blob : sql::BindType::null,
+                      [&](size_t) { return v ? "blob(" + std::to_string(n) + ")" : std::string("NULL"); },
+                      v, n, dtor);
 }
 
 extern "C" int sqlite3_bind_zeroblob(sqlite3_stmt* st, int i, int n) {
-  auto real = TXRAY_REAL(sqlite3_bind_zeroblob, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, n);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::zeroblob, [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_zeroblob, kLib), st, i, sql::BindType::zeroblob,
+                      [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; }, n);
 }
 
 extern "C" int sqlite3_bind_zeroblob64(sqlite3_stmt* st, int i, sqlite3_uint64 n) {
-  auto real = TXRAY_REAL(sqlite3_bind_zeroblob64, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, n);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::zeroblob, [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_zeroblob64, kLib), st, i, sql::BindType::zeroblob,
+                      [&](size_t) { return "zeroblob(" + std::to_string(n) + ")"; }, n);
 }
 
 extern "C" int sqlite3_bind_value(sqlite3_stmt* st, int i, const sqlite3_value* v) {
-  auto real = TXRAY_REAL(sqlite3_bind_value, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, v);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::value, [](size_t) { return std::string("value"); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_value, kLib), st, i, sql::BindType::value,
+                      [](size_t) { return std::string("value"); }, v);
 }
 
 extern "C" int sqlite3_bind_pointer(sqlite3_stmt* st, int i, void* p, const char* type, void (*dtor)(void*)) {
-  auto real = TXRAY_REAL(sqlite3_bind_pointer, kLib);
-  if (!real) return SQLITE_MISUSE;
-  HookGuard guard(HookFamily::sql);
-  int rc = real(st, i, p, type, dtor);
-  if (guard && rc == SQLITE_OK) {
-    SaveErrno keep;
-    record_bind(st, i, sql::BindType::pointer, [](size_t) { return std::string("pointer"); });
-  }
-  return rc;
+  return bind_through(TXRAY_REAL(sqlite3_bind_pointer, kLib), st, i, sql::BindType::pointer,
+                      [](size_t) { return std::string("pointer"); }, p, type, dtor);
 }
 
 extern "C" int sqlite3_clear_bindings(sqlite3_stmt* st) {
