@@ -177,6 +177,21 @@ def _first_step(coro, fd):
     return FirstStep()
 
 
+_capture_by_fd = True   # the agent takes `C<fd>`; else `E<fd>`, `C`, `L`
+
+
+def _capture(fd):
+    """A capture of the request in flight on inbound fd: its handle, or None / 16 zeros."""
+    global _capture_by_fd
+    if _capture_by_fd:
+        handle = _hint(b"C%d" % fd)
+        if handle is not None or not _active:
+            return handle
+        _capture_by_fd = False      # refused (EINVAL): this agent wants the two-step form
+    with _Entered(fd) as entered:
+        return _hint(b"C") if entered.on else None
+
+
 def _patch(obj, name, make):
     orig = getattr(obj, name, None)
     if orig is None or getattr(orig, "_txray_wrapped", False):
@@ -218,7 +233,7 @@ def _patch_asyncio():
             fd = var.get()
             if fd is None or not _active:
                 return orig(self, executor, func, *args)
-            handle = _hint(b"C%d" % fd)
+            handle = _capture(fd)
             if not handle or handle == NO_HANDLE:
                 return orig(self, executor, func, *args)
             cap = _Capture(handle)
