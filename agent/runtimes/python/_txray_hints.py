@@ -12,7 +12,11 @@ What it does (only once `asyncio` is imported; never per callback):
   `data_received`, `buffer_updated` and `eof_received` run with the connection's inbound descriptor in a
   context variable, so every task and callback they create carries it (a streams server's
   client_connected_cb task is created in `connection_made`);
-- inside such a context, the synchronous parts of outbound work are wrapped in `E<fd>` ... `L`: the
+- a task created in such a context while a request is in flight on that connection (`R<fd>` answers its
+  token) carries the token as well, so if it outlives its request its steps are unattributed, never
+  another request's (the connection's own task, created before any request, goes without);
+- inside such a context, the synchronous parts of outbound work are wrapped in `E<target>` ... `L`
+  (target: `<fd>`, or `<fd>:<token>` in a task that carries a token): the
   `connect()` of `loop.sock_connect` / `create_connection` / `open_connection`, the immediate send of a
   socket transport's `write()` (a transport other than the inbound connection itself), and the first
   send of `loop.sock_sendall`;
@@ -32,7 +36,7 @@ NO_HANDLE = b"0000000000000000"
 _active = False
 _sent = 0
 _local = threading.local()   # .hello: this thread said H; .entered: inside E ... L
-_inbound = None              # contextvars.ContextVar: the inbound socket fd of the current request
+_inbound = None              # contextvars.ContextVar: (inbound fd, hint target b"<fd>" or b"<fd>:<token>")
 
 
 def active():
@@ -62,13 +66,14 @@ def _hint(msg):
 
 
 class _Entered:
-    """`with _Entered(fd):` steps of this thread belong to the request on inbound fd (no nesting)."""
+    """`with _Entered(req):` steps of this thread belong to the request req (an _inbound value) until the
+    block ends (E ... L; never nested)."""
     __slots__ = ("on",)
 
-    def __init__(self, fd):
+    def __init__(self, req):
         self.on = False
-        if fd is not None and _active and not getattr(_local, "entered", False):
-            if _hint(b"E%d" % fd) is not None:
+        if req is not None and _active and not getattr(_local, "entered", False):
+            if _hint(b"E" + req[1]) is not None:
                 self.on = _local.entered = True
 
     def __enter__(self):
@@ -88,10 +93,10 @@ def _wrap_protocol(protocol):
 
     def around(orig):
         def call(*args):
-            fd = fd_cell[0]
-            if fd is None:
+            req = fd_cell[0]
+            if req is None:
                 return orig(*args)
-            token = var.set(fd)
+            token = var.set(req)
             try:
                 return orig(*args)
             finally:
@@ -103,7 +108,8 @@ def _wrap_protocol(protocol):
     def connection_made(transport):
         try:
             sock = transport.get_extra_info("socket")
-            fd_cell[0] = sock.fileno() if sock is not None else None
+            fd = sock.fileno() if sock is not None else -1
+            fd_cell[0] = (fd, b"%d" % fd) if fd >= 0 else None
         except Exception:
             fd_cell[0] = None
         return around(orig_made)(transport)
@@ -148,12 +154,12 @@ class _Capture:
             _hint(b"D" + handle)
 
 
-def _first_step(coro, fd):
-    """An awaitable running `coro` with its first step (the synchronous part) inside E<fd> ... L."""
+def _first_step(coro, req):
+    """An awaitable running `coro` with its first step (the synchronous part) inside E ... L."""
     class FirstStep:
         def __await__(self):
             it = coro.__await__()
-            with _Entered(fd):
+            with _Entered(req):
                 try:
                     out = it.send(None)
                 except StopIteration as stop:
@@ -180,15 +186,15 @@ def _first_step(coro, fd):
 _capture_by_fd = True   # the agent takes `C<fd>`; else `E<fd>`, `C`, `L`
 
 
-def _capture(fd):
-    """A capture of the request in flight on inbound fd: its handle, or None / 16 zeros."""
+def _capture(req):
+    """A capture of the request req (an _inbound value): its handle, or None / 16 zeros."""
     global _capture_by_fd
-    if _capture_by_fd:
-        handle = _hint(b"C%d" % fd)
-        if handle is not None or not _active:
+    if _capture_by_fd or b":" in req[1]:
+        handle = _hint(b"C" + req[1])
+        if handle is not None or not _active or b":" in req[1]:
             return handle
-        _capture_by_fd = False      # refused (EINVAL): this agent wants the two-step form
-    with _Entered(fd) as entered:
+        _capture_by_fd = False      # `C<fd>` refused (EINVAL): this agent wants `E<fd>`, `C`, `L`
+    with _Entered(req) as entered:
         return _hint(b"C") if entered.on else None
 
 
@@ -207,7 +213,7 @@ def _patch_asyncio():
     global _inbound
     import contextvars
     from asyncio import base_events, selector_events
-    _inbound = contextvars.ContextVar("txray_inbound_fd", default=None)
+    _inbound = contextvars.ContextVar("txray_inbound_request", default=None)
     var = _inbound
 
     def make_run_forever(orig):
@@ -230,10 +236,10 @@ def _patch_asyncio():
 
     def make_run_in_executor(orig):
         def run_in_executor(self, executor, func, *args):
-            fd = var.get()
-            if fd is None or not _active:
+            req = var.get()
+            if req is None or not _active:
                 return orig(self, executor, func, *args)
-            handle = _capture(fd)
+            handle = _capture(req)
             if not handle or handle == NO_HANDLE:
                 return orig(self, executor, func, *args)
             cap = _Capture(handle)
@@ -247,31 +253,47 @@ def _patch_asyncio():
         return run_in_executor
     _patch(base_events.BaseEventLoop, "run_in_executor", make_run_in_executor)
 
+    def make_create_task(orig):
+        def create_task(self, coro, **kwargs):
+            req = var.get()
+            if req is None or not _active or b":" in req[1] or kwargs.get("context") is not None:
+                return orig(self, coro, **kwargs)
+            token = _hint(b"R" + req[1])
+            if not token or len(token) != 16 or token == NO_HANDLE:
+                return orig(self, coro, **kwargs)
+            reset = var.set((req[0], req[1] + b":" + token))
+            try:
+                return orig(self, coro, **kwargs)   # the task copies the context now
+            finally:
+                var.reset(reset)
+        return create_task
+    _patch(base_events.BaseEventLoop, "create_task", make_create_task)
+
     def make_sock_connect(orig):
         def _sock_connect(self, fut, sock, address):
-            fd = var.get()
-            if fd is None:
+            req = var.get()
+            if req is None:
                 return orig(self, fut, sock, address)
-            with _Entered(fd):
+            with _Entered(req):
                 return orig(self, fut, sock, address)
         return _sock_connect
     _patch(selector_events.BaseSelectorEventLoop, "_sock_connect", make_sock_connect)
 
     def make_sock_sendall(orig):
         def sock_sendall(self, sock, data):
-            fd = var.get()
-            if fd is None or not _active:
+            req = var.get()
+            if req is None or not _active:
                 return orig(self, sock, data)
-            return _first_step(orig(self, sock, data), fd)
+            return _first_step(orig(self, sock, data), req)
         return sock_sendall
     _patch(selector_events.BaseSelectorEventLoop, "sock_sendall", make_sock_sendall)
 
     def make_write(orig):
         def write(self, data):
-            fd = var.get()
-            if fd is None or fd == self._sock_fd:
+            req = var.get()
+            if req is None or req[0] == self._sock_fd:
                 return orig(self, data)
-            with _Entered(fd):
+            with _Entered(req):
                 return orig(self, data)
         return write
     cls = selector_events._SelectorSocketTransport

@@ -4,7 +4,8 @@
  *   H <tid> <message> <reply>
  *   R <tid> <fd> <request line>      (a read starting with "GET ")
  *   W <tid> <fd> <request line>      (a write starting with "GET ")
- * Replies: R and C get a new 16-hex-digit number, everything else "OK". No transactions, no collector. */
+ * Replies: R and C get a new 16-hex-digit number (`R<fd>` 16 zeros while no request was read on fd),
+ * everything else "OK". No transactions, no collector. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE* out;
 static unsigned long long next_number = 1;
+static unsigned char requests_read[65536]; /* fd -> a request was read on it */
 
 static void emit(char kind, int fd, const char* data, size_t n) {
   size_t len = 0;
@@ -37,6 +39,11 @@ static void emit(char kind, int fd, const char* data, size_t n) {
 
 static int is_request(const void* p, size_t n) { return n >= 4 && memcmp(p, "GET ", 4) == 0; }
 
+static void request_read(int fd, const void* buf, size_t n) {
+  if (fd >= 0) requests_read[fd & 0xffff] = 1;
+  emit('R', fd, buf, n);
+}
+
 static ssize_t answer(char* b, size_t n) {
   if (n != 32 || memchr(b, 0, 32) == NULL || b[0] == 0) {
     errno = EINVAL;
@@ -45,7 +52,9 @@ static ssize_t answer(char* b, size_t n) {
   char msg[32];
   memcpy(msg, b, 32);
   memset(b, 0, 32);
-  if (msg[0] == 'R' || msg[0] == 'C') {
+  if (msg[0] == 'R' && strchr(msg, ':') == NULL && !requests_read[(unsigned)atoi(msg + 1) & 0xffff]) {
+    strcpy(b, "0000000000000000");
+  } else if (msg[0] == 'R' || msg[0] == 'C') {
     pthread_mutex_lock(&mu);
     unsigned long long v = next_number++;
     pthread_mutex_unlock(&mu);
@@ -85,7 +94,7 @@ ssize_t read(int fd, void* buf, size_t n) {
   static ssize_t (*real)(int, void*, size_t);
   if (!real) real = (ssize_t(*)(int, void*, size_t))dlsym(RTLD_NEXT, "read");
   ssize_t r = real(fd, buf, n);
-  if (r > 0 && is_request(buf, (size_t)r)) emit('R', fd, buf, (size_t)r);
+  if (r > 0 && is_request(buf, (size_t)r)) request_read(fd, buf, (size_t)r);
   return r;
 }
 
@@ -93,6 +102,6 @@ ssize_t recv(int fd, void* buf, size_t n, int flags) {
   static ssize_t (*real)(int, void*, size_t, int);
   if (!real) real = (ssize_t(*)(int, void*, size_t, int))dlsym(RTLD_NEXT, "recv");
   ssize_t r = real(fd, buf, n, flags);
-  if (r > 0 && is_request(buf, (size_t)r)) emit('R', fd, buf, (size_t)r);
+  if (r > 0 && is_request(buf, (size_t)r)) request_read(fd, buf, (size_t)r);
   return r;
 }

@@ -299,7 +299,8 @@ class PythonShim(ShimTestCase):
 
     def check_entered_calls(self, log, requests, executor=False):
         """Every call head is written inside E<fd> ... L (same thread) of the request with its id."""
-        current, entered = {}, {}   # inbound fd -> id being served; tid -> fd
+        current, entered = {}, {}   # inbound fd -> id being served; tid -> id of the request entered
+        ids_of = {}                 # token -> id (R<fd> answered while that request was being served)
         hello = [t for k, _, _, t in log if k == "H" and t.startswith("Hpython")]
         self.assertEqual(len(hello), 1)
         captures, attached, released = {}, set(), []
@@ -307,14 +308,20 @@ class PythonShim(ShimTestCase):
         for kind, tid, fd, text in log:
             if kind == "R" and "/r/" in text:
                 current[fd] = request_id(text)
+            elif kind == "H" and text.startswith("R"):
+                msg, token = text.split(" ")
+                if token != "0" * 16:
+                    ids_of[token] = current[int(msg[1:])]
             elif kind == "H" and text.startswith("E"):
                 self.assertNotIn(tid, entered, "E inside E")
-                entered[tid] = int(text.split(" ")[0][1:])
+                target = text.split(" ")[0][1:].split(":")
+                entered[tid] = ids_of[target[1]] if len(target) == 2 else current[int(target[0])]
             elif kind == "H" and text.startswith("L"):
                 entered.pop(tid, None)
             elif kind == "H" and text.startswith("C"):
                 msg, handle = text.split(" ")
-                captures[handle] = (tid, current[int(msg[1:])])
+                target = msg[1:].split(":")
+                captures[handle] = (tid, ids_of[target[1]] if len(target) == 2 else current[int(target[0])])
             elif kind == "H" and text.startswith("A"):
                 handle = text.split(" ")[0][1:]
                 self.assertNotEqual(captures[handle][0], tid, "attached on the loop thread")
@@ -324,7 +331,7 @@ class PythonShim(ShimTestCase):
             elif kind == "W" and "/b/" in text:
                 calls += 1
                 self.assertIn(tid, entered, f"call {text} outside E ... L")
-                self.assertEqual(current[entered[tid]], request_id(text), f"E names another request than {text}")
+                self.assertEqual(entered[tid], request_id(text), f"E names another request than {text}")
         self.assertEqual(calls, requests)
         self.assertEqual(entered, {})
         self.assertEqual(sorted(released), sorted(captures), "each capture released exactly once")
