@@ -32,6 +32,12 @@ class AsyncioAttribution(TxrayTestCase):
         """loop.create_server with a Protocol starting a task per request from data_received."""
         run_front(self, "aio-protocol", [PYTHON, FRONT, "{port}", "{back}", "protocol"])
 
+    def test_without_the_shim_never_wrong(self):
+        """TXRAY_RUNTIME_HINTS=0: the agent's native rules alone; calls and SQL it cannot place are
+        unattributed, never in another request's transaction."""
+        run_front(self, "aio-noshim", [PYTHON, FRONT, "{port}", "{back}", "executor"], sql=True,
+                  shim=False)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -183,21 +183,6 @@ def _first_step(coro, req):
     return FirstStep()
 
 
-_capture_by_fd = True   # the agent takes `C<fd>`; else `E<fd>`, `C`, `L`
-
-
-def _capture(req):
-    """A capture of the request req (an _inbound value): its handle, or None / 16 zeros."""
-    global _capture_by_fd
-    if _capture_by_fd or b":" in req[1]:
-        handle = _hint(b"C" + req[1])
-        if handle is not None or not _active or b":" in req[1]:
-            return handle
-        _capture_by_fd = False      # `C<fd>` refused (EINVAL): this agent wants `E<fd>`, `C`, `L`
-    with _Entered(req) as entered:
-        return _hint(b"C") if entered.on else None
-
-
 def _patch(obj, name, make):
     orig = getattr(obj, name, None)
     if orig is None or getattr(orig, "_txray_wrapped", False):
@@ -239,7 +224,7 @@ def _patch_asyncio():
             req = var.get()
             if req is None or not _active:
                 return orig(self, executor, func, *args)
-            handle = _capture(req)
+            handle = _hint(b"C" + req[1])  # C<fd>: the request in flight on fd; C<fd>:<token>
             if not handle or handle == NO_HANDLE:
                 return orig(self, executor, func, *args)
             cap = _Capture(handle)

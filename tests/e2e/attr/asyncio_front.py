@@ -31,6 +31,7 @@ async def call_back(rid):
     writer.write(f"GET /b/{rid} HTTP/1.1\r\nHost: 127.0.0.1:{BACK}\r\nConnection: close\r\n\r\n".encode())
     data = await reader.read()
     writer.close()
+    await writer.wait_closed()
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split(b" ", 2)[1]), body.decode()
 
