@@ -32,6 +32,10 @@ class AsyncioAttribution(TxrayTestCase):
         """loop.create_server with a Protocol starting a task per request from data_received."""
         run_front(self, "aio-protocol", [PYTHON, FRONT, "{port}", "{back}", "protocol"])
 
+    def test_loop_socket_calls(self):
+        """The call made with loop.sock_connect / sock_sendall / sock_recv on a plain socket."""
+        run_front(self, "aio-sockets", [PYTHON, FRONT, "{port}", "{back}", "sockets"])
+
     def test_without_the_shim_never_wrong(self):
         """TXRAY_RUNTIME_HINTS=0: the agent's native rules alone; calls and SQL it cannot place are
         unattributed, never in another request's transaction."""

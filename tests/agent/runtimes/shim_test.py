@@ -352,6 +352,10 @@ class PythonShim(ShimTestCase):
     def test_hints_protocol(self):
         self.check_entered_calls(self.run_front("protocol"), 120)
 
+    def test_hints_sockets(self):
+        """loop.sock_connect / sock_sendall: the first send of sock_sendall runs inside E ... L."""
+        self.check_entered_calls(self.run_front("sockets"), 120)
+
 
 if __name__ == "__main__":
     unittest.main()

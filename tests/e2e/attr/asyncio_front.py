@@ -6,9 +6,11 @@ Usage: asyncio_front.py PORT BACKEND_PORT streams|executor|protocol
             (`SELECT count(*) AS req_<id> FROM t`; the alias, an identifier, survives literal masking);
             the answer adds ` sql <count>`
   protocol: loop.create_server with a Protocol that starts a task per request from data_received
+  sockets:  as streams, the call made with a plain socket and loop.sock_connect / sock_sendall / sock_recv
 Each request waits 0-2 ms before its call, so calls and answers interleave in every order."""
 import asyncio
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -36,13 +38,27 @@ async def call_back(rid):
     return int(head.split(b" ", 2)[1]), body.decode()
 
 
+async def call_back_sockets(rid):
+    loop = asyncio.get_running_loop()
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", BACK))
+        await loop.sock_sendall(sock, f"GET /b/{rid} HTTP/1.1\r\nHost: 127.0.0.1:{BACK}\r\n"
+                                      f"Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := await loop.sock_recv(sock, 4096):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body.decode()
+
+
 async def answer(rid):
     await asyncio.sleep((int(rid) % 3) / 1000)
     extra = ""
     if MODE == "executor":
         n = await asyncio.get_running_loop().run_in_executor(None, query, rid)
         extra = f" sql {n}"
-    status, body = await call_back(rid)
+    status, body = await (call_back_sockets if MODE == "sockets" else call_back)(rid)
     text = f"r {rid} {status} {body}{extra}".encode()
     return b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(text), text)
 
