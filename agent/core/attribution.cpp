@@ -1,6 +1,10 @@
 #include "attribution.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "config.h"
 #include "counters.h"
@@ -39,12 +43,35 @@ Transaction* lookup(uint64_t handle) {
   return c.tx.load(std::memory_order_acquire);
 }
 
+// Handler windows (rule 5) hold where a request's handler runs right after its bytes are read, to
+// completion, before the loop reads anything else (nginx and other C event loops). Runtimes with a
+// scheduler of their own run other requests' callbacks in between without polling again (asyncio's
+// ready queue, libuv's timers and immediates), so in their processes the window is not used — their
+// shims give hints instead. Decided once per process, the first time a thread turns out to be an event
+// loop; TXRAY_HANDLER_WINDOWS=0/1 overrides.
+std::atomic<int> g_windows{-1};
+
+bool windows_allowed() {
+  int w = g_windows.load(std::memory_order_relaxed);
+  if (__builtin_expect(w >= 0, 1)) return w != 0;
+  const char* env = getenv("TXRAY_HANDLER_WINDOWS");
+  if (env && *env) w = strcmp(env, "0") != 0;
+  else
+    w = !(dlsym(RTLD_DEFAULT, "uv_run") || dlsym(RTLD_DEFAULT, "Py_Initialize") ||
+          dlsym(RTLD_DEFAULT, "JNI_CreateJavaVM") || dlsym(RTLD_DEFAULT, "ruby_init"));
+  g_windows.store(w, std::memory_order_relaxed);
+  return w != 0;
+}
+
 }  // namespace
 
 void request_began(Transaction* t, int fd) {
   t->req_fd = fd;
   Transaction* previous = tx::thread_current();
-  if (previous && previous != t) t_state.event_loop = true;
+  if (previous && previous != t && !t_state.event_loop) {
+    t_state.event_loop = true;
+    if (!windows_allowed()) t_state.hinted = true;  // no guessing here: hints or nothing
+  }
   if (t_state.event_loop) t->flat = true;  // its calls overlap with other requests' and each other
   tx::make_current(t);
   t_window_fd = fd;

@@ -37,7 +37,9 @@ void rotate(bool final) {
   if (!c) return;
   Transaction* out = nullptr;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    // Never waits: at exit the lock may be held by the very thread that exits from a signal handler.
+    std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;
     if (c->steps.size() <= 1 && c->summary.empty()) return;  // START only
     bool open = false;
     for (const Step& s : c->steps) open |= s.open;
