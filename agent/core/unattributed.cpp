@@ -51,6 +51,22 @@ void rotate(bool final) {
   tx::end(out, 0, "");
 }
 
+void rotate_if_full() {
+  Transaction* c = g_container.load(std::memory_order_acquire);
+  if (!c || c->rows + 2 < c->max_rows) return;  // unlocked peek: a stale answer only delays by one step
+  Transaction* out = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);
+    if (!lock.owns_lock() || c->rows + 2 < c->max_rows) return;
+    for (const Step& s : c->steps)
+      if (s.open) return;  // a call still open: it folds, as in any transaction
+    out = new (std::nothrow) Transaction;
+    if (!out) return;
+    tx::take_over(c, out);
+  }
+  tx::end(out, 0, "");
+}
+
 void after_fork_child() { g_container.store(nullptr, std::memory_order_relaxed); }
 
 }  // namespace txray::unattr
