@@ -13,6 +13,7 @@
 #include "../core/clock.h"
 #include "../core/config.h"
 #include "../core/counters.h"
+#include "../core/unattributed.h"
 #include "../hooks/hook.h"
 #include "encode.h"
 #include "mpsc_queue.h"
@@ -26,6 +27,7 @@ constexpr int kSndHwm = 64;                  // batches queued in libzmq at most
 constexpr uint64_t kConnectGraceNs = 250'000'000;  // first sends may wait this long for the connection
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;   // counters-only batch when drops changed meanwhile
 constexpr long kIdleSleepNs = 5'000'000;
+constexpr uint64_t kRotateNs = 1'000'000'000;     // unattributed steps are sent about once a second
 
 // Everything one process's transport owns. A forked child gets a fresh one; the parent's is abandoned
 // (never freed in the child: its ZeroMQ objects belong to threads that do not exist there).
@@ -54,9 +56,13 @@ class Sender {
     open_socket();
     std::vector<Transaction*> batch;
     batch.reserve(kMaxBatch);
-    uint64_t last_sent = 0, last_sig = drops_signature(counters());
+    uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     for (;;) {
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
+      if (uint64_t t = clock::mono_ns(); t - last_rotate >= kRotateNs) {
+        unattr::rotate(false);  // the unattributed steps of the last second, as one container
+        last_rotate = t;
+      }
       while (batch.size() < kMaxBatch)
         if (Transaction* t = st_->queue.pop()) batch.push_back(t);
         else break;
