@@ -96,7 +96,8 @@ def figures(db, app, requests):
         "exact": exact,
         "wrong": wrong,
         "missing": missing,
-        "unattributed_calls": None if unattributed is None else len(unattributed),
+        # a folded line (past the step limit) stands for `count` calls
+        "unattributed_calls": None if unattributed is None else sum(s.get("count", 1) for s in unattributed),
         "unattributed_not_missing": sorted(unattr_ids - missing_ids, key=int)[:10],
         "wrong_examples": wrong_examples,
     }
