@@ -35,6 +35,11 @@ class MpscQueue {
 
   size_t capacity() const { return mask_ + 1; }
 
+  // True when every pushed item has been popped (exact only when no push or pop runs meanwhile).
+  bool empty() const {
+    return enqueue_.load(std::memory_order_seq_cst) == dequeue_.load(std::memory_order_seq_cst);
+  }
+
   bool push(T* item) {
     if (__builtin_expect(!cells_, 0)) return false;
     size_t pos = enqueue_.load(std::memory_order_relaxed);

@@ -43,6 +43,7 @@ struct State {
   std::atomic<uint64_t> exit_deadline_ns{~0ull};  // flush(): no wait of the agent thread goes past it
   std::atomic<uint32_t> exited{0};
   std::atomic<uint32_t> wake{0};  // bumped by flush(): the agent thread stops its idle wait at once
+  std::atomic<bool> busy{false};  // the agent thread holds transactions it took from the queue
   explicit State(size_t cap, const Identity& i) : queue(cap), id(i) {}
 };
 
@@ -80,6 +81,7 @@ class Sender {
     uint64_t last_sent = 0, last_sig = drops_signature(counters());
     for (;;) {
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
+      st_->busy.store(true, std::memory_order_seq_cst);  // before popping: flush() must not miss a batch
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
       while (batch.size() < kMaxBatch)
         if (Transaction* t = st_->queue.pop()) batch.push_back(t);
@@ -95,6 +97,7 @@ class Sender {
         continue;
       }
       if (exiting) break;
+      st_->busy.store(false, std::memory_order_seq_cst);
       futex_wait(&st_->wake, wake, kIdleSleepNs);  // the ring is polled: pushing costs the host no syscall
     }
     // The kernel delivers what the socket holds after it is closed (and after the process exits).
@@ -231,7 +234,11 @@ bool flush(uint32_t timeout_ms) {
   if (!st || st->thread_state.load() != 1) return true;
   uint64_t deadline = clock::mono_ns() + uint64_t(timeout_ms) * 1'000'000;
   st->exit_deadline_ns.store(deadline, std::memory_order_release);
-  st->exit_requested.store(true, std::memory_order_release);
+  st->exit_requested.store(true, std::memory_order_seq_cst);
+  // Everything already sent (or counted) and the thread idle: nothing to wait for. The kernel delivers
+  // what the connection holds after the process is gone. A short-lived child that sent its one
+  // transaction exits with no hand-over to the agent thread at all.
+  if (st->queue.empty() && !st->busy.load(std::memory_order_seq_cst)) return true;
   st->wake.fetch_add(1, std::memory_order_acq_rel);
   futex_wake(&st->wake);
   while (!st->exited.load(std::memory_order_acquire)) {
