@@ -1,4 +1,4 @@
-// A service with RLIMIT_NOFILE 16: it serves a request (so the agent's transport is up), then opens as
+// A service with RLIMIT_NOFILE 16: it serves a request (and waits for the agent's transport to be up), then opens as
 // many sockets as it can, up to 12, reports the number, closes them and serves another request.
 // Then it fills its table to the last descriptor, accepts one connection into the last free slot and
 // serves it (the agent's transport, if not up yet, cannot get a descriptor then).
@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   } else {
     if (serve_one(lfd, "first\n", 0) != 0) return 6;
     ++served;
+    usleep(300 * 1000);  // the agent's transport is up by now (it starts with the first transaction)
     int held[12], n = 0;
     for (int fd; n < 12 && (fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0;) held[n++] = fd;
     printf("sockets=%d\n", n);
