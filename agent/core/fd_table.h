@@ -33,6 +33,10 @@ struct FdSlot {
   // at the first byte in or out, or its error (SO_ERROR) when the socket is closed first.
   std::atomic<bool> connecting{false};
   StepRef connect_step;
+  // The request that was handled when the program connected this socket (attribution.h: ReqRef):
+  // its SOCKET_CLOSE goes there while it is in flight.
+  int32_t owner_fd = -1;
+  uint64_t owner_txid = 0;
   std::atomic<HttpConn*> conn{nullptr};   // inbound: allocated once per slot, reused
   std::atomic<HttpClientConn*> client{nullptr};  // outbound HTTP state (http_out.h), allocated likewise
 

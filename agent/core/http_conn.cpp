@@ -2,12 +2,15 @@
 
 #include <cstdio>
 
+#include "attribution.h"
 #include "transaction.h"
 
 namespace txray {
 
-void HttpConn::reset(std::string_view client) {
+void HttpConn::reset(std::string_view client, int fd_) {
   client_addr.assign(client);
+  fd = fd_;
+  seq = 0;
   buf.clear();
   scanned = 0;
   watching = true;
@@ -67,7 +70,8 @@ void HttpConn::try_begin() {
         tx->parent_span_id = parent;
       }
     }
-    tx::make_current(tx);
+    ++seq;
+    attr::request_began(tx, fd);
     resp.reset(head.method == "HEAD");
     if (head.chunked) req_body.reset(http::BodyFramer::Mode::chunked);
     else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));

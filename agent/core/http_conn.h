@@ -24,6 +24,8 @@ struct HttpConn {
   // handler writing to the same connection must never deadlock.
   std::atomic_flag busy;
   std::string client_addr;
+  int fd = -1;               // the connection's descriptor
+  uint32_t seq = 0;          // requests begun on this connection so far (the current one's number)
   std::string buf;           // bytes of the next request head (and anything read after it)
   size_t scanned = 0;        // how much of buf was searched for the end of the head
   bool watching = true;      // false: not HTTP, or given up
@@ -32,7 +34,7 @@ struct HttpConn {
   http::ResponseTracker resp;
 
   // A fresh connection (the slot's HttpConn is reused for the next connection on the same fd).
-  void reset(std::string_view client);
+  void reset(std::string_view client, int fd = -1);
   // Bytes the program read from the connection.
   void on_read(const char* p, size_t n);
   // Bytes the program wrote to it (response); opaque = contents not visible (sendfile).

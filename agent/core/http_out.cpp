@@ -14,6 +14,7 @@
 #include "http_client.h"
 #include "http_inject.h"
 #include "recorder.h"
+#include "unattributed.h"
 
 namespace txray {
 
@@ -63,7 +64,7 @@ bool inside_curl() {
 
 // A step ref is only used while it belongs to the thread's current transaction: an ended
 // transaction's memory may be gone (the recorder itself then checks the txid).
-bool live(const StepRef& s) { return s && rec::current() == s.tx; }
+bool live(const StepRef& s) { return rec::usable(s); }
 
 // The slot's connection when it may still carry HTTP requests, else nullptr.
 HttpClientConn* http_conn(FdSlot* s) {
@@ -128,6 +129,21 @@ uint64_t claim_curl_span(std::string_view url) {
   return 0;
 }
 
+void set_owner(FdSlot* s, const ReqRef& r) {
+  if (HttpClientConn* c = s->client.load(std::memory_order_acquire)) c->sink.owner = r;
+}
+
+// The transaction a request starting now on a connection belongs to: its owner when one was named (and
+// nobody's if that request is over: never the writing thread's guess), else the thread's. `consume`:
+// an owner names one request only.
+Transaction* call_tx(ReqRef& owner_ref, bool consume) {
+  ReqRef owner = owner_ref;
+  if (consume) owner_ref = ReqRef{};
+  if (!owner.valid()) return rec::current();
+  if (Transaction* t = attr::resolve(owner)) return t;
+  return unattr::container();
+}
+
 void on_connect(FdSlot* s, std::string_view addr, int port) {
   int saved = errno;
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
@@ -143,6 +159,7 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   c->tracker = HttpClientTracker{};
   c->inj.clear();
   drop_preopened(c);
+  c->sink.owner = ReqRef{};
   // IPv6 literals need brackets in a URL.
   bool v6 = addr.find(':') != std::string_view::npos;
   snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
@@ -176,7 +193,7 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
       }
       pos = c->tracker.insert_point(joined, len);
     }
-    Transaction* tx = pos != HeaderInjector::kNoInsert ? rec::current() : nullptr;
+    Transaction* tx = pos != HeaderInjector::kNoInsert ? call_tx(c->sink.owner, false) : nullptr;
     uint8_t trace[16];
     uint64_t own_span;
     if (tx && rec::trace_context(tx, trace, &own_span)) {
@@ -292,8 +309,9 @@ void CallSink::on_request(HttpCall& c, const HttpRequestHead& h) {
   }
   if (http_out::live(preopened)) {
     c.step = preopened;
+    owner = ReqRef{};
   } else {
-    Transaction* tx = rec::current();
+    Transaction* tx = http_out::call_tx(owner, true);
     if (!tx) return;
     c.step = rec::open(tx, StepKind::HTTP_CALL);
   }

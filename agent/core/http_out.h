@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "fd_table.h"
+#include "attribution.h"
 #include "http_client.h"
 
 namespace txray {
@@ -37,6 +38,9 @@ class CallSink : public HttpClientSink {
   // A row opened before the write that starts a request (write_through), so that the call's elapsed
   // time includes sending it; the request's head then takes it over in on_request.
   StepRef preopened;
+  // Who the next request written on this connection belongs to, when known apart from the writing
+  // thread: the request that connected it, or the one a runtime's `O` hint named (attribution.h).
+  ReqRef owner;
 
   void on_request(HttpCall& c, const HttpRequestHead& h) override;
   void on_first_byte(HttpCall& c) override;
@@ -78,6 +82,9 @@ void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n);
 // The peer ended the stream (read returned 0) / the program closes the socket: ends its calls.
 void on_eof(FdSlot* s);
 void on_close(FdSlot* s);
+
+// The next request written on outbound slot s belongs to r (set at connect, or by a runtime hint).
+void set_owner(FdSlot* s, const ReqRef& r);
 
 // Id for the traceparent inserted by the calling thread until reset to 0 (the curl hook's step).
 void set_call_span(uint64_t span_id);

@@ -3,11 +3,13 @@
 
 #include <cerrno>
 
+#include "attribution.h"
 #include "clock.h"
 #include "counters.h"
 #include "ids.h"
 #include "step_rows.h"
 #include "transaction.h"
+#include "unattributed.h"
 
 namespace txray::rec {
 namespace {
@@ -29,7 +31,8 @@ class Section {
       return;
     }
     t_in_recorder = true;
-    if (t_->shared) t_->mu.lock();
+    locked_ = tx::locked(t_);
+    if (locked_) t_->mu.lock();
     if (t_->finished) {
       release();
       return;
@@ -44,13 +47,14 @@ class Section {
 
  private:
   void release() {
-    if (t_->shared) t_->mu.unlock();
+    if (locked_) t_->mu.unlock();
     t_in_recorder = false;
     ok_ = false;
   }
   Transaction* t_;
   int errno_;
   bool ok_ = false;
+  bool locked_ = false;
 };
 
 // The step a ref points to, or nullptr when the ref is empty or stale. Call inside a Section.
@@ -64,7 +68,7 @@ Step* lookup(const StepRef& s) {
 // Runs fn(step) on a live step of the calling thread's current transaction.
 template <typename Fn>
 void with_step(const StepRef& s, Fn fn) {
-  if (!s.tx || s.tx != current()) return;
+  if (!usable(s)) return;
   Section sec(s.tx);
   if (!sec) return;
   if (Step* step = lookup(s)) fn(*step);
@@ -86,14 +90,18 @@ void share_text(Step& st, const SharedText& text) {
 
 StepRef make_ref(Transaction* t, int32_t index) {
   const Step& s = t->steps[size_t(index)];
-  return StepRef{t, t->txid, s.seq, index, s.start_mono_ns};
+  return StepRef{t, t->txid, s.seq, index, t->req_fd, s.start_mono_ns};
 }
 
 }  // namespace
 
-Transaction* current() {
-  Transaction* p = tx::process_transaction();
-  return p ? p : tx::thread_current();
+Transaction* current() { return attr::current_or_container(); }
+Transaction* current_request() { return attr::current(); }
+
+bool usable(const StepRef& s) {
+  if (!s.tx) return false;
+  if (unattr::is_container(s.tx) || s.tx == attr::current()) return true;
+  return s.req_fd >= 0 && attr::resolve(ReqRef{s.req_fd, s.txid}) == s.tx;
 }
 
 StepRef open(Transaction* tx, StepKind kind) {
@@ -111,14 +119,14 @@ StepRef add(Transaction* tx, StepKind kind, std::string_view text) {
 }
 
 uint64_t close(StepRef& s) {
-  if (!s.tx || s.tx != current()) return 0;
+  if (!usable(s)) return 0;
   Section sec(s.tx);
   if (!sec) return 0;
   return lookup(s) ? rows::close_at(s.tx, s.index) : 0;
 }
 
 uint64_t close_sql(StepRef& s, const SqlRow& row) {
-  if (!s.tx || s.tx != current()) return 0;
+  if (!usable(s)) return 0;
   Section sec(s.tx);
   if (!sec) return 0;
   Step* st = lookup(s);
@@ -135,7 +143,7 @@ uint64_t close_sql(StepRef& s, const SqlRow& row) {
 }
 
 void end_fetch(const StepRef& s, uint64_t fingerprint, int64_t more_rows, uint64_t fetch_ns) {
-  if (!s.tx || s.tx != current()) return;
+  if (!usable(s)) return;
   Section sec(s.tx);
   if (!sec) return;
   s.tx->totals.fetch_ns += fetch_ns;
@@ -154,7 +162,7 @@ uint64_t elapsed(const StepRef& s) {
 }
 
 void add_rows(const StepRef& s, StepKind kind, uint64_t fingerprint, int64_t rows) {
-  if (!s.tx || s.tx != current() || rows <= 0) return;
+  if (rows <= 0 || !usable(s)) return;
   Section sec(s.tx);
   if (!sec) return;
   if (Step* step = lookup(s)) {

@@ -69,6 +69,7 @@ struct StepRef {
   uint64_t txid = 0;
   uint32_t seq = 0;          // the step's serial number in its transaction (checks staleness)
   int32_t index = -1;        // position in the transaction's step list while it is live
+  int32_t req_fd = -1;       // the transaction's inbound connection (lets an event loop find it later)
   uint64_t start_mono_ns = 0;
   explicit operator bool() const { return tx != nullptr; }
 };
@@ -84,9 +85,20 @@ struct Totals {
 
 namespace rec {
 
-// The calling thread's current transaction (in process mode: the process's one transaction), or
-// nullptr when there is none. Cheap (a thread-local read).
+// Where a step made now on the calling thread belongs (agent/core/attribution.h has the rules): the
+// process's transaction in process mode; else the request this thread works for; else, when the agent
+// cannot tell, the process's unattributed container (kind "unattributed"). nullptr only when the agent
+// is not recording (or out of memory). Cheap: thread-local reads, at most one descriptor lookup.
 Transaction* current();
+
+// Like current(), but never the unattributed container: the request (or API/process transaction) the
+// calling thread works for, or nullptr.
+Transaction* current_request();
+
+// True when s may be used from the calling thread now: its transaction is the one current() returns,
+// or a request of this thread still in flight (a call opened while an event loop handled its request,
+// whose response is read later), or the unattributed container.
+bool usable(const StepRef& s);
 
 // Opens a call step of `kind` at now and makes it the parent of steps opened until it is closed.
 // Returns an empty StepRef when tx is null.

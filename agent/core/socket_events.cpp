@@ -13,6 +13,7 @@
 #include "http_conn.h"
 #include "ids.h"
 #include "transaction.h"
+#include "unattributed.h"
 
 namespace txray::sock {
 namespace {
@@ -63,7 +64,7 @@ void on_accept(int fd, std::string_view client) {
     }
     ConnGuard c(s);
     if (c) {
-      c->reset(client);
+      c->reset(client, fd);
       s->bytes_read.store(0, std::memory_order_relaxed);
       s->bytes_written.store(0, std::memory_order_relaxed);
       s->kind.store(FdKind::inbound, std::memory_order_release);
@@ -83,11 +84,21 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
     s->uid = ids::next();
     s->connecting.store(false, std::memory_order_relaxed);
     s->connect_step = StepRef{};
+    s->owner_fd = -1;
+    s->owner_txid = 0;
     s->bytes_read.store(0, std::memory_order_relaxed);
     s->bytes_written.store(0, std::memory_order_relaxed);
     s->kind.store(FdKind::outbound, std::memory_order_release);
     http_out::on_connect(s, addr, port);
     if (Transaction* t = rec::current()) {
+      // On an event loop, the request handled now owns the connection's first request and its close
+      // (attribution.h); a thread-per-request thread's own request is right for both anyway.
+      if (attr::event_loop()) {
+        ReqRef owner = attr::ref_of(t);
+        s->owner_fd = owner.fd;
+        s->owner_txid = owner.txid;
+        http_out::set_owner(s, owner);
+      }
       ref = rec::open(t, StepKind::SOCKET);
       if (ref) {
         char port_s[16];
@@ -161,6 +172,7 @@ void inbound_read(FdSlot* s, const char* p, size_t n) {
   int saved = errno;
   if (ConnGuard c(s); c) {
     c->on_read(p, n);
+    attr::t_window_fd = c->tx ? c->fd : -1;  // this request's handler may run now
     let_go_if_not_http(s, c);
   }
   errno = saved;
@@ -174,6 +186,7 @@ void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
       c->on_read(static_cast<const char*>(iov[i].iov_base), take);
       n -= take;
     }
+    attr::t_window_fd = c->tx ? c->fd : -1;
     let_go_if_not_http(s, c);
   }
   errno = saved;
@@ -212,6 +225,27 @@ void on_shutdown(int fd, int how) {
   errno = saved;
 }
 
+// Where an outbound socket's SOCKET_CLOSE goes: the request that connected it while that is in flight;
+// else, on a thread-per-request thread, its request (today's rule); else the unattributed container.
+Transaction* close_owner(FdSlot* s) {
+  if (s->owner_fd >= 0) {
+    if (Transaction* t = attr::resolve(ReqRef{s->owner_fd, s->owner_txid})) return t;
+  }
+  return rec::current();
+}
+
+Transaction* request_on(int fd, uint32_t n, uint64_t txid) {
+  FdSlot* s = fds::peek(fd);
+  if (!s || s->kind.load(std::memory_order_acquire) != FdKind::inbound) return nullptr;
+  HttpConn* c = conn_of(s);
+  if (!c || c->busy.test_and_set(std::memory_order_acquire)) return nullptr;
+  Transaction* t = c->tx;  // alive while the guard is held: ending it takes the guard
+  if (t && ((n && c->seq != n) || (txid && t->txid != txid))) t = nullptr;
+  if (t && !(t->mt || t->tid == tx::this_tid())) t = nullptr;  // another thread's: not touched from here
+  c->busy.clear(std::memory_order_release);
+  return t;
+}
+
 void on_close(int fd, int so_error) {
   FdSlot* s = fds::peek(fd);
   if (!s) return;
@@ -233,7 +267,7 @@ void on_close(int fd, int so_error) {
   if (k == FdKind::outbound) http_out::on_close(s);  // ends a call still waiting for its response
   if (k == FdKind::inbound) {
     if (ConnGuard c(s); c) c->on_close();
-  } else if (Transaction* t = rec::current()) {
+  } else if (Transaction* t = close_owner(s)) {
     StepRef ref = rec::add(t, StepKind::SOCKET_CLOSE);
     uint64_t r = s->bytes_read.load(std::memory_order_relaxed);
     uint64_t w = s->bytes_written.load(std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "attribution.h"
 #include "fd_table.h"
 #include "http_out.h"
 #include "recorder.h"
@@ -40,7 +41,7 @@ inline void on_read(int fd, const void* p, size_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_read(n);
   if (k == FdKind::inbound) inbound_read(s, static_cast<const char*>(p), n);
-  else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
+  else if (attr::close_window(), s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
   if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_received(s, static_cast<const char*>(p), n);
 }
 inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
@@ -50,7 +51,7 @@ inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_read(n);
   if (k == FdKind::inbound) inbound_readv(s, iov, cnt, n);
-  else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
+  else if (attr::close_window(), s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
   if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_receivedv(s, iov, cnt, n);
 }
 // `n` bytes of p were written to fd (n > 0).
@@ -111,6 +112,11 @@ inline bool needs_so_error(int fd) {
   FdSlot* s = fds::peek(fd);
   return s && s->connecting.load(std::memory_order_relaxed);
 }
+
+// The request in flight on inbound connection fd, if it is its n-th (n = 0: any), has this txid (0: any)
+// and the calling thread may record into it (it began there, or it was captured); else nullptr. Does
+// not wait for a thread working on the connection (nullptr then).
+Transaction* request_on(int fd, uint32_t n, uint64_t txid);
 
 // In a forked child: transactions in progress on inherited connections belong to the parent.
 void after_fork_child();

@@ -95,12 +95,12 @@ int32_t add(Transaction* t, StepKind kind, bool call) {
   s.seq = ++t->next_seq;
   s.start_mono_ns = now;
   s.open = call;
-  s.parent = t->depth > 0 ? t->stack[t->depth - 1] : -1;
+  s.parent = (!t->flat && t->depth > 0) ? t->stack[t->depth - 1] : -1;
   // One row is always kept for END. A folded step reads no CPU clock and moves no "previous row" mark.
   if (t->rows + 1 >= t->max_rows) s.folded = true;
   else stamp(t, s, now);
   int32_t index = int32_t(t->steps.size() - 1);
-  if (call) {
+  if (call && !t->flat) {
     if (t->depth < Transaction::kMaxDepth) t->stack[t->depth++] = index;
     else counters().internal_errors.fetch_add(1, std::memory_order_relaxed);  // too deep: no children
   }
@@ -134,6 +134,9 @@ uint64_t close_at(Transaction* t, int32_t index) {
 
 void finish(Transaction* t) {
   while (t->depth > 0) close_at(t, t->stack[t->depth - 1]);
+  if (t->flat)  // open calls are not on the stack there
+    for (size_t i = t->steps.size(); i-- > 0;)
+      if (i < t->steps.size() && t->steps[i].open) close_at(t, int32_t(i));
   fold_tail(t);
   uint64_t now = clock::mono_ns();
   Step s;

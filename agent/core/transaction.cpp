@@ -44,7 +44,7 @@ void end(Transaction* t, int32_t status, std::string_view error) {
   if (!t) return;
   {
     std::unique_lock<std::mutex> lock(t->mu, std::defer_lock);
-    if (t->shared) lock.lock();
+    if (locked(t)) lock.lock();
     if (t->finished) return;
     t->finished = true;
     t->status = status;
@@ -57,8 +57,53 @@ void end(Transaction* t, int32_t status, std::string_view error) {
   }
   Transaction* expected = t;
   g_process_tx.compare_exchange_strong(expected, nullptr);
+  unref(t);
+}
+
+void unref(Transaction* t) {
+  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (Sink s = g_sink.load(std::memory_order_acquire)) s(t);
   else delete t;
+}
+
+void take_over(Transaction* from, Transaction* to) {
+  to->txid = from->txid;
+  for (int i = 0; i < 16; ++i) to->trace_id[i] = from->trace_id[i];
+  to->name = from->name;
+  to->kind = from->kind;
+  to->start_unix_ns = from->start_unix_ns;
+  to->totals = from->totals;
+  to->bytes_read = from->bytes_read;
+  to->bytes_written = from->bytes_written;
+  to->tid = from->tid;
+  to->steps.swap(from->steps);
+  to->summary.swap(from->summary);
+  to->attrs.swap(from->attrs);
+  to->error.swap(from->error);
+  to->mt = true;  // END is stamped on the calling thread
+  to->flat = from->flat;
+  to->max_rows = from->max_rows;
+  to->start_mono_ns = from->start_mono_ns;
+  to->last_row_mono_ns = from->last_row_mono_ns;
+  to->last_row_cpu_ns = from->last_row_cpu_ns;
+  to->last_row_tid = from->last_row_tid;
+  to->rows = from->rows;
+  to->next_seq = from->next_seq;
+  to->cpu_ns = from->cpu_ns;
+  to->depth = 0;
+  // `from` starts again; its step serial numbers go on, so refs to the old rows are stale (txid too).
+  from->txid = ids::next();
+  ids::trace_id(from->trace_id);
+  from->start_unix_ns = clock::unix_ns();
+  from->totals = Totals{};
+  from->bytes_read = from->bytes_written = 0;
+  from->steps.clear();
+  from->summary.clear();
+  from->attrs.clear();
+  from->rows = 0;
+  from->cpu_ns = 0;
+  from->depth = 0;
+  rows::start(from);
 }
 
 void make_current(Transaction* t) {

@@ -83,8 +83,20 @@ struct Transaction {
   std::vector<Attr> attrs;
 
   // Recording state.
-  bool shared = false;  // process mode: steps from every thread, serialized by `mu`
+  bool shared = false;  // process mode: steps from every thread, serialized by `mu`, process CPU
+  // Used from more than one thread (captured for a hand-off, or the unattributed container): serialized
+  // by `mu`, thread CPU (a row on another thread than the previous one gets CPU_T 0). Set on the owner
+  // thread before the transaction is handed to another one, never cleared.
+  bool mt = false;
+  // No nesting: a call step is never the parent of steps opened while it is open, and closing it closes
+  // only itself. For transactions of event-loop threads and the unattributed container, where calls
+  // of one transaction overlap without nesting (two concurrent fetches of one request).
+  bool flat = false;
   bool finished = false;
+  int32_t req_fd = -1;  // the inbound connection of an HTTP request (attribution.h: ReqRef), else -1
+  // Holders: the one who ends it, plus one per capture (attribution.h). The last to let go hands it to
+  // the sink.
+  std::atomic<int> refs{1};
   std::mutex mu;
   uint64_t start_mono_ns = 0;
   uint64_t last_row_mono_ns = 0;
@@ -121,6 +133,18 @@ Transaction* process_transaction();
 // deleted.
 using Sink = void (*)(Transaction*);
 void set_sink(Sink s);
+
+// Drops one reference (see Transaction::refs): the last one hands the transaction to the sink. end()
+// drops the owner's.
+void unref(Transaction* t);
+
+// True when recording into t must hold its lock (process mode or used from several threads).
+inline bool locked(const Transaction* t) { return t->shared || t->mt; }
+
+// Moves everything recorded so far (rows, summaries, totals, attributes) out of `from` into `to`, a
+// fresh transaction, and starts `from` again with a new id and a new START row at now. For the
+// unattributed container, which lives for the whole process (callers hold from->mu).
+void take_over(Transaction* from, Transaction* to);
 
 // Forget this thread's current transaction without touching it (forked child).
 void forget_current_after_fork();

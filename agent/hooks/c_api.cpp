@@ -1,6 +1,7 @@
 // The explicit C API's entry points (agent/include/txray/txray.h looks them up with dlsym).
 #include <cstring>
 
+#include "../core/attribution.h"
 #include "../core/config.h"
 #include "../core/recorder.h"
 #include "../core/transaction.h"
@@ -15,7 +16,7 @@ extern "C" {
 
 int txray_agent_begin(const char* name) {
   if (!name || !txray::host_thread_enabled() || txray::config().mode != txray::Mode::http) return 0;
-  if (txray::rec::current()) return 0;  // already inside a transaction (an HTTP request)
+  if (txray::rec::current_request()) return 0;  // already inside a transaction (an HTTP request)
   txray::Transaction* t = txray::tx::begin(name, "api");
   txray::tx::make_current(t);
   t_api_tx = t;
@@ -35,9 +36,29 @@ int txray_agent_end(int status, const char* error) {
 
 int txray_agent_step(const char* text) {
   if (!text || !txray::host_thread_enabled()) return 0;
-  txray::Transaction* t = txray::rec::current();
+  txray::Transaction* t = txray::rec::current_request();
   if (!t) return 0;
   return txray::rec::add(t, txray::StepKind::MESSAGE, text) ? 1 : 0;
+}
+
+// Context hand-off (txray.h: txray_context_*). The handle is checked by the agent: a stale or made-up
+// one attaches nothing.
+unsigned long long txray_agent_ctx_capture(void) {
+  if (!txray::host_thread_enabled() || txray::config().mode != txray::Mode::http) return 0;
+  return txray::attr::capture(txray::rec::current_request());
+}
+
+int txray_agent_ctx_attach(unsigned long long ctx) {
+  if (!ctx || !txray::host_thread_enabled()) return 0;
+  return txray::attr::attach(ctx) ? 1 : 0;
+}
+
+void txray_agent_ctx_detach(void) {
+  if (txray::host_thread_enabled()) txray::attr::detach();
+}
+
+void txray_agent_ctx_release(unsigned long long ctx) {
+  if (ctx && txray::host_thread_enabled()) txray::attr::release(ctx);
 }
 
 const char* txray_agent_version(void) { return TXRAY_VERSION_STRING; }

@@ -8,12 +8,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "../core/attribution.h"
 #include "../core/config.h"
 #include "../core/counters.h"
 #include "../core/fd_table.h"
 #include "../core/ids.h"
 #include "../core/socket_events.h"
 #include "../core/transaction.h"
+#include "../core/unattributed.h"
 #include "../transport/transport.h"
 #include "hook.h"
 
@@ -67,6 +69,7 @@ void at_exit() {
     if (status != 0) std::snprintf(err, sizeof err, "exit status %d", status);
     txray::tx::end(t, status, err);
   }
+  txray::unattr::rotate(true);
   if (!txray::transport::flush(kExitFlushMs)) txray::debug_log("exit: transport did not finish in time");
   errno = saved;
 }
@@ -78,6 +81,7 @@ void child_after_fork() {
   txray::tx::forget_current_after_fork();
   txray::ids::reseed();
   txray::sock::after_fork_child();
+  txray::attr::after_fork_child();
   txray::transport::after_fork_child();
 }
 

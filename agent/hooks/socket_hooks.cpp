@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "../core/config.h"
+#include "../core/hint_protocol.h"
 #include "../core/socket_events.h"
 #include "hook.h"
 
@@ -194,6 +195,9 @@ ssize_t readv(int fd, const iovec* iov, int cnt) {
 ssize_t write(int fd, const void* buf, size_t n) {
   auto real = TXRAY_REAL(write, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  if (__builtin_expect(fd == txray::hint::kHintFd, 0)) {
+    if (long hr; txray::hooks::hint_write(buf, n, &hr)) return hr;
+  }
   iovec v{const_cast<void*>(buf), n};
   if (ssize_t hr; http_write(fd, &v, 1, nullptr, &hr)) return hr;
   ssize_t r = real(fd, buf, n);

@@ -17,6 +17,7 @@
 #include "../core/config.h"
 #include "../core/counters.h"
 #include "../core/fd_table.h"
+#include "../core/unattributed.h"
 #include "../hooks/hook.h"
 #include "encode.h"
 #include "mpsc_queue.h"
@@ -32,6 +33,7 @@ constexpr uint64_t kSendNs = 1'000'000'000;         // a batch the collector doe
 constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attempts (libzmq's reconnect_ivl)
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
 constexpr uint64_t kIdleSleepNs = 5'000'000;
+constexpr uint64_t kRotateNs = 1'000'000'000;       // unattributed steps are sent about once a second
 
 // Everything one process's transport owns. A forked child gets a fresh one; the parent's is abandoned
 // (never freed in the child: its thread does not exist there).
@@ -78,11 +80,15 @@ class Sender {
     }
     std::vector<Transaction*> batch;
     batch.reserve(kMaxBatch);
-    uint64_t last_sent = 0, last_sig = drops_signature(counters());
+    uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     for (;;) {
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
       st_->busy.store(true, std::memory_order_seq_cst);  // before popping: flush() must not miss a batch
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
+      if (uint64_t t = clock::mono_ns(); t - last_rotate >= kRotateNs) {
+        unattr::rotate(false);  // the unattributed steps of the last second, as one container
+        last_rotate = t;
+      }
       while (batch.size() < kMaxBatch)
         if (Transaction* t = st_->queue.pop()) batch.push_back(t);
         else break;

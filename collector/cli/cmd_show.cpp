@@ -1,4 +1,4 @@
-// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID] [--app NAME] [--json]
+// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID | --unattributed] [--app NAME] [--json]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -11,16 +11,55 @@
 #include "reader.h"
 #include "store.h"
 #include "trace_tree.h"
+#include "unattributed.h"
 
 namespace txray::cli {
 
 namespace {
 
+void print_json_line(const nlohmann::ordered_json& j) {
+  // Texts captured from programs may hold invalid UTF-8: replace it rather than fail.
+  std::cout << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
+
 void print_json(const Transaction& t, int depth = -1) {
   auto j = show::transaction_json(t);
   if (depth >= 0) j["depth"] = depth;
-  // Texts captured from programs may hold invalid UTF-8: replace it rather than fail.
-  std::cout << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  print_json_line(j);
+}
+
+// --unattributed: per agent (and app) a header with the counts, then its steps, container by container.
+// An empty result is not an error (exit 0): a service the agent attributes fully has none.
+int print_unattributed(Reader& reader, const std::string& app, bool json, const std::string& db_path) {
+  const auto counts = reader.unattributed_counts(app);
+  if (counts.empty()) {
+    if (!json) std::fprintf(stderr, "txray show: no unattributed steps in %s\n", db_path.c_str());
+    return 0;
+  }
+  int64_t agent_id = -1;
+  std::string agent_app;
+  bool first = true;
+  for (int64_t id : reader.unattributed_containers(app)) {
+    auto c = reader.load(id);
+    if (!c) continue;
+    if (json) {
+      for (const auto& j : show::unattributed_json(*c)) print_json_line(j);
+      continue;
+    }
+    if (c->agent.id != agent_id || c->app != agent_app) {
+      agent_id = c->agent.id;
+      agent_app = c->app;
+      std::vector<UnattributedCount> mine;
+      for (const auto& u : counts)
+        if (u.agent_id == agent_id && u.app == agent_app) mine.push_back(u);
+      if (mine.empty()) continue;  // containers with START and END only
+      std::cout << (first ? "" : "\n") << show::unattributed_header(c->agent, c->app, mine);
+      first = false;
+    }
+    std::cout << show::unattributed_lines(*c);
+  }
+  std::cout.flush();
+  return 0;
 }
 
 }  // namespace
@@ -41,6 +80,13 @@ int show_main(int argc, char** argv) {
   o_last->excludes(o_id)->excludes(o_slow)->excludes(o_trace);
   o_id->excludes(o_slow)->excludes(o_trace);
   o_slow->excludes(o_trace);
+  bool unattributed = false;
+  app.add_flag("--unattributed", unattributed,
+               "the steps the agent could not attribute to any request, per process (see docs/agent.md)")
+      ->excludes(o_last)
+      ->excludes(o_id)
+      ->excludes(o_slow)
+      ->excludes(o_trace);
   app.add_option("--app", app_name, "only transactions of this application");
   app.add_flag("--json", json, "one JSON object per line per transaction");
   try {
@@ -66,6 +112,7 @@ int show_main(int argc, char** argv) {
   try {
     Db db = open_store(db_path, OpenMode::kReadOnly);
     Reader reader(db);
+    if (unattributed) return print_unattributed(reader, app_name, json, db_path);
     std::vector<int64_t> ids;
     if (txid) ids = reader.by_txid(*txid, app_name);
     else if (slowest > 0) ids = reader.slowest(slowest, app_name);

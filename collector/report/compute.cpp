@@ -12,6 +12,7 @@
 #include "sqlite_util.h"
 #include "stats.h"
 #include "step_groups.h"
+#include "unattributed.h"
 
 namespace txray::report {
 namespace {
@@ -249,6 +250,7 @@ std::string compute_report(const Options& opt, Report& r) {
     r.generated_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count();
     compute_summary(db, sel, r.summary);
+    count_unattributed(db, opt, r.summary);
     phase("summary");
     compute_names(sel, opt.top, r);
     phase("names");

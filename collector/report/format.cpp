@@ -1,7 +1,10 @@
 #include "format.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <utility>
+#include <vector>
 
 namespace txray::report {
 
@@ -94,6 +97,14 @@ std::string csv_field(std::string_view s) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string fmt_kind_counts(const std::map<std::string, int64_t>& counts) {
+  std::vector<std::pair<std::string, int64_t>> v(counts.begin(), counts.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [kind, n] : v) out += (out.empty() ? "" : ", ") + kind + " " + fmt_count(n);
+  return out;
 }
 
 }  // namespace txray::report

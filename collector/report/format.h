@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -16,5 +17,7 @@ std::string fmt_duration_ms_label(int64_t ns);  // histogram edges: "100 µs", "
 std::string shorten(std::string_view s, size_t max_chars);  // UTF-8 safe, "…" when cut; newlines → space
 std::string html_escape(std::string_view s);
 std::string csv_field(std::string_view s);  // RFC 4180 quoting when needed
+// Counts per kind, most first (ties by name): "HTTP_CALL 1,234, SOCKET 2".
+std::string fmt_kind_counts(const std::map<std::string, int64_t>& counts);
 
 }  // namespace txray::report

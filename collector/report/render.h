@@ -12,6 +12,13 @@
 
 namespace txray::report {
 
+// What unattributed steps are, in the words of the Markdown and HTML summaries.
+inline constexpr const char* kUnattributedMeaning =
+    "steps (connects, outbound calls, SQL, DNS) that the agent saw in the traced processes but could not "
+    "attribute to any request, for instance a call made while several requests were in flight on one "
+    "event-loop thread. They belong to no transaction and count in none of the figures of this report; "
+    "`txray show --unattributed` lists them, docs/agent.md gives the rules";
+
 nlohmann::ordered_json to_json(const Report& r);  // render_json.cpp; keys in report order
 void render_json(const Report& r, std::ostream& out);
 void render_md(const Report& r, std::ostream& out);        // render_md.cpp

@@ -50,6 +50,10 @@ Table summary_table(const Report& r) {
   add("share_fetch", share(t.fetch_ns));
   add("share_calls", share(t.call_ns));
   add("share_waiting", share(t.wait_ns));
+  add("unattributed_steps", num(s.unattributed_steps));
+  std::string by_kind;  // as the statuses of calls: "HTTP_CALL:10 SOCKET:2"
+  for (const auto& [kind, n] : s.unattributed_by_kind) by_kind += (by_kind.empty() ? "" : " ") + kind + ":" + num(n);
+  add("unattributed_by_kind", by_kind);
   add("filters", r.filters);
   return tb;
 }

@@ -213,10 +213,22 @@ void render_html(const Report& r, std::ostream& o) {
   card(fmt_ms(s.pct.p95), "p95 ms");
   card(fmt_ms(s.pct.p99), "p99 ms");
   card(fmt_ms(s.pct.max), "max ms");
+  card(fmt_count(s.unattributed_steps), "unattributed steps");
   o << "</div><p class=note>Percentiles by nearest rank: pN is the ⌈N/100 × n⌉-th fastest response time. "
        "Where the time went, as a share of the total response time ("
     << fmt_ms(s.shares.total_ns) << " ms):</p>";
   shares_bar(o, s.shares);
+  if (s.unattributed_steps > 0) {
+    std::string meaning = kUnattributedMeaning;
+    meaning = h(meaning);
+    // `txray show --unattributed` as code
+    for (size_t at; (at = meaning.find('`')) != std::string::npos;) {
+      const size_t end = meaning.find('`', at + 1);
+      meaning = meaning.substr(0, at) + "<code>" + meaning.substr(at + 1, end - at - 1) + "</code>" + meaning.substr(end + 1);
+    }
+    o << "<p class=note><b>Unattributed steps: " << fmt_count(s.unattributed_steps) << "</b> ("
+      << h(fmt_kind_counts(s.unattributed_by_kind)) << "): " << meaning << ".</p>";
+  }
 
   o << "\n<div class=charts><div class=chart><h3>Response time over time (log scale)</h3>";
   scatter(o, r.scatter);

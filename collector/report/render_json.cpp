@@ -73,6 +73,10 @@ json to_json(const Report& r) {
                     {"fetch", share(t.fetch_ns)},
                     {"calls", share(t.call_ns)},
                     {"waiting", share(t.wait_ns)}}}};
+  j["summary"]["unattributed_steps"] = s.unattributed_steps;
+  json by_kind = json::object();
+  for (const auto& [kind, n] : s.unattributed_by_kind) by_kind[kind] = n;
+  j["summary"]["unattributed_by_kind"] = by_kind;
   j["slowest"] = json::array();
   for (const auto& x : r.slowest)
     j["slowest"].push_back({{"id", x.id},

@@ -93,6 +93,12 @@ void render_md(const Report& r, std::ostream& o) {
   head(o, {"CPU in own code", "SQL", "Fetch", "Outbound calls", "Waiting"}, "rrrrr");
   row(o, {share(t.cpu_ns), share(t.sql_ns), share(t.fetch_ns), share(t.call_ns), share(t.wait_ns)});
   o << "\n";
+  if (s.unattributed_steps == 0) {
+    o << "Unattributed steps: none.\n\n";
+  } else {
+    o << "**Unattributed steps: " << fmt_count(s.unattributed_steps) << "** ("
+      << fmt_kind_counts(s.unattributed_by_kind) << "): " << kUnattributedMeaning << ".\n\n";
+  }
 
   o << "## Slowest transactions\n\n";
   if (r.slowest.empty()) o << "None.\n\n";

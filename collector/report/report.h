@@ -24,6 +24,7 @@ struct Options {
   std::string table;  // csv: one table only (summary, slowest, names, sql, calls, repeated, histogram)
   std::vector<int64_t> tx_ids;  // when not empty: exactly these transactions (transactions.id, the
                                 // store-local row id), still subject to the other filters
+  // Unattributed steps (steps of no transaction) are counted under the app and time filters only.
 };
 
 // Writes the report to out. Returns "" on success, else a one-line error (nothing useful written).

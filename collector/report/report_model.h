@@ -37,6 +37,9 @@ struct Summary {
   int64_t cpu_total_ns = 0;         // raw CPU time of the transactions' threads
   TimeShares shares;
   std::vector<std::string> apps;    // distinct apps seen
+  // Steps the agent could not attribute to any request (unattributed.h): not part of any figure above.
+  int64_t unattributed_steps = 0;
+  std::map<std::string, int64_t> unattributed_by_kind;  // step kind -> count
 };
 
 enum class Cost { Sql, Fetch, Call, SocketWait, Cpu, Idle };

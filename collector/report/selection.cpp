@@ -29,7 +29,7 @@ Selection select_transactions(const Db& db, const Options& opt) {
   std::string sql =
       "SELECT id, app, name, start_unix_ns, end_unix_ns, elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, "
       "(error IS NOT NULL AND error <> '') OR (kind = 'http' AND status >= 500) "
-      "FROM transactions WHERE 1";
+      "FROM transactions WHERE kind IS NOT 'unattributed'";  // containers of unattributed steps are no transactions
   std::vector<std::string> desc;
   if (opt.since_unix_ns) sql += " AND end_unix_ns >= :since", desc.push_back("end >= " + fmt_time(*opt.since_unix_ns));
   if (opt.until_unix_ns) sql += " AND end_unix_ns <= :until", desc.push_back("end <= " + fmt_time(*opt.until_unix_ns));

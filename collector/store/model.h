@@ -5,10 +5,19 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace txray {
+
+// transactions.kind of an agent's *unattributed container*: not a request but the steps (connects,
+// calls, SQL, DNS, ...) of one process that the agent could not attribute to any request, sent about once
+// a second (docs/agent.md). Readers keep containers out of every transaction list and statistic.
+inline constexpr std::string_view kUnattributedKind = "unattributed";
+
+// The rows of a container that are unattributed steps: all but its START and END.
+inline bool is_unattributed_step(std::string_view step_kind) { return step_kind != "START" && step_kind != "END"; }
 
 using Attributes = std::vector<std::pair<std::string, std::string>>;
 
@@ -75,6 +84,14 @@ struct Summary {
   int64_t bytes_written = 0;
 };
 
+// Unattributed steps of one agent (process) and one step kind, folded steps included.
+struct UnattributedCount {
+  int64_t agent_id = 0;  // agents.id
+  std::string app;
+  std::string kind;  // step kind
+  int64_t count = 0;
+};
+
 struct Transaction {
   int64_t id = 0;  // transactions.id (store-local)
   uint64_t txid = 0;
@@ -83,7 +100,7 @@ struct Transaction {
   Agent agent;
   std::string app;
   std::string name;
-  std::string kind;
+  std::string kind;  // http | api | process, or kUnattributedKind for a container
   int64_t start_unix_ns = 0;
   int64_t end_unix_ns = 0;
   int64_t elapsed_ns = 0;

@@ -74,18 +74,25 @@ std::vector<int64_t> Reader::ids(const std::string& sql, const std::string& app,
   return out;
 }
 
+namespace {
+// The rows that are transactions, not unattributed containers (kind is NULL for some agents' rows).
+const std::string kIsTransaction = "kind IS NOT '" + std::string(kUnattributedKind) + "'";
+const std::string kIsContainer = "t.kind = '" + std::string(kUnattributedKind) + "'";
+}  // namespace
+
 std::vector<int64_t> Reader::last(int n, const std::string& app) {
-  std::string where = app.empty() ? "" : " WHERE app = ?2";
-  auto v = ids("SELECT id FROM transactions" + where + " ORDER BY end_unix_ns DESC, id DESC LIMIT ?1", app, n,
-               std::nullopt);
+  std::string and_app = app.empty() ? "" : " AND app = ?2";
+  auto v = ids("SELECT id FROM transactions WHERE " + kIsTransaction + and_app +
+                   " ORDER BY end_unix_ns DESC, id DESC LIMIT ?1",
+               app, n, std::nullopt);
   std::reverse(v.begin(), v.end());
   return v;
 }
 
 std::vector<int64_t> Reader::slowest(int n, const std::string& app) {
-  std::string where = app.empty() ? "" : " WHERE app = ?2";
-  return ids("SELECT id FROM transactions" + where + " ORDER BY elapsed_ns DESC, id LIMIT ?1", app, n,
-             std::nullopt);
+  std::string and_app = app.empty() ? "" : " AND app = ?2";
+  return ids("SELECT id FROM transactions WHERE " + kIsTransaction + and_app + " ORDER BY elapsed_ns DESC, id LIMIT ?1",
+             app, n, std::nullopt);
 }
 
 std::vector<int64_t> Reader::by_txid(uint64_t txid, const std::string& app) {
@@ -96,8 +103,33 @@ std::vector<int64_t> Reader::by_txid(uint64_t txid, const std::string& app) {
 
 std::vector<int64_t> Reader::by_trace(const std::string& trace, const std::string& app) {
   std::string and_app = app.empty() ? "" : " AND app = ?2";
-  return ids("SELECT id FROM transactions WHERE trace_id = ?1" + and_app + " ORDER BY start_unix_ns, id", app,
-             std::nullopt, trace);
+  return ids("SELECT id FROM transactions WHERE trace_id = ?1 AND " + kIsTransaction + and_app +
+                 " ORDER BY start_unix_ns, id",
+             app, std::nullopt, trace);
+}
+
+std::vector<UnattributedCount> Reader::unattributed_counts(const std::string& app) {
+  const std::string where = " WHERE " + kIsContainer + (app.empty() ? "" : " AND t.app = ?1");
+  Stmt s(db_,
+         "SELECT agent_id, app, kind, sum(n) FROM ("
+         "SELECT t.agent_id, t.app, s.kind, count(*) AS n FROM transactions t JOIN steps s ON s.tx_id = t.id" +
+             where + " AND s.kind NOT IN ('START', 'END') GROUP BY 1, 2, 3"
+             " UNION ALL SELECT t.agent_id, t.app, m.kind, sum(m.count) FROM transactions t"
+             " JOIN step_summaries m ON m.tx_id = t.id" + where + " AND m.kind NOT IN ('START', 'END') GROUP BY 1, 2, 3"
+             ") GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
+  if (!app.empty()) s.bind(1, app);
+  std::vector<UnattributedCount> out;
+  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.i64(3)});
+  return out;
+}
+
+std::vector<int64_t> Reader::unattributed_containers(const std::string& app) {
+  Stmt s(db_, "SELECT id FROM transactions t WHERE " + kIsContainer + (app.empty() ? "" : " AND app = ?1") +
+                  " ORDER BY agent_id, start_unix_ns, id");
+  if (!app.empty()) s.bind(1, app);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
 }
 
 std::optional<Agent> Reader::agent(int64_t agent_id) {
@@ -117,7 +149,7 @@ std::vector<Agent> Reader::agents() {
 }
 
 int64_t Reader::transaction_count() {
-  Stmt s(db_, "SELECT count(*) FROM transactions");
+  Stmt s(db_, "SELECT count(*) FROM transactions WHERE " + kIsTransaction);
   s.step();
   return s.i64(0);
 }

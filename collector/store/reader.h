@@ -18,17 +18,24 @@ class Reader {
   // db may be read-only; it must outlive the reader.
   explicit Reader(const Db& db);
 
-  // transactions.id of the selection; an empty app means every application.
+  // transactions.id of the selection; an empty app means every application. Unattributed containers
+  // (model.h: kUnattributedKind) are not transactions and never selected, except by by_txid.
   std::vector<int64_t> last(int n, const std::string& app = {});      // most recent by end time, oldest first
   std::vector<int64_t> slowest(int n, const std::string& app = {});   // by response time, slowest first
   std::vector<int64_t> by_txid(uint64_t txid, const std::string& app = {});
   std::vector<int64_t> by_trace(const std::string& trace_hex, const std::string& app = {});  // by start time
 
+  // Unattributed steps: their counts per agent and step kind (START and END rows left out, steps folded
+  // past the step limit included), ordered by agent then kind; and the containers holding them, ordered
+  // by agent then start time (load() reads one whole).
+  std::vector<UnattributedCount> unattributed_counts(const std::string& app = {});
+  std::vector<int64_t> unattributed_containers(const std::string& app = {});
+
   // The whole transaction; nullopt when no row has this id.
   std::optional<Transaction> load(int64_t id);
   std::optional<Agent> agent(int64_t agent_id);
   std::vector<Agent> agents();
-  int64_t transaction_count();
+  int64_t transaction_count();  // containers not included
 
  private:
   std::vector<int64_t> ids(const std::string& sql, const std::string& app, std::optional<int64_t> p1,

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS transactions(
   agent_id       INTEGER NOT NULL REFERENCES agents(id),
   app            TEXT NOT NULL,
   name           TEXT NOT NULL,
-  kind           TEXT,                  -- http | api | process
+  kind           TEXT,                  -- http | api | process | unattributed (a container, see below)
   start_unix_ns  INTEGER NOT NULL,
   end_unix_ns    INTEGER NOT NULL,      -- start + elapsed: the scatter's x
   elapsed_ns     INTEGER NOT NULL,      -- response time: the scatter's y
@@ -72,6 +72,11 @@ CREATE INDEX IF NOT EXISTS transactions_txid  ON transactions(txid);
 CREATE INDEX IF NOT EXISTS transactions_trace ON transactions(trace_id);
 -- Call linking: a callee's parent_span_id is the span id its caller's HTTP_CALL step sent (steps.ref_id).
 CREATE INDEX IF NOT EXISTS transactions_parent_span ON transactions(parent_span_id) WHERE parent_span_id != 0;
+-- Unattributed containers: rows with kind 'unattributed' hold the steps of one process that the agent could
+-- not attribute to any request (about one a second). Not transactions: readers leave them out of every
+-- transaction list and statistic and read them through this index.
+CREATE INDEX IF NOT EXISTS transactions_unattributed ON transactions(agent_id, start_unix_ns)
+  WHERE kind = 'unattributed';
 
 CREATE TABLE IF NOT EXISTS steps(
   tx_id           INTEGER NOT NULL,     -- transactions.id

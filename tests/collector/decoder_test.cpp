@@ -35,6 +35,26 @@ TEST(Decoder, AcceptsAWellFormedBatch) {
   EXPECT_EQ(out.transactions(0).steps_size(), 10);
 }
 
+TEST(Decoder, AcceptsAnUnattributedContainerAndTheWriterStoresIt) {
+  v1::Batch b = good_batch(1);
+  std::mt19937_64 rng(2);
+  testing::add_unattributed(b, 1, 12, rng, 1700000001000000000ull);
+  std::string bytes = b.SerializeAsString();
+  v1::Batch out;
+  DecodeResult r = decode_batch(bytes.data(), bytes.size(), out);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  ASSERT_EQ(out.transactions_size(), 2);
+  EXPECT_EQ(out.transactions(1).kind(), "unattributed");
+  EXPECT_EQ(out.transactions(1).steps_size(), 14);
+  Db db = open_store(":memory:", OpenMode::kCreate);
+  Writer w(db);
+  w.begin();
+  auto counts = w.write(out, 1);
+  w.commit();
+  EXPECT_EQ(counts.transactions, 2u);
+  EXPECT_EQ(counts.steps, 10u + 14u);
+}
+
 TEST(Decoder, RejectsGarbage) {
   silence_protobuf_logging();
   EXPECT_EQ(decode("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").status, DecodeStatus::kMalformed);

@@ -5,6 +5,7 @@
 #include "profile_json.h"
 #include "profile_text.h"
 #include "trace_tree.h"
+#include "unattributed.h"
 
 namespace txray::show {
 namespace {
@@ -120,6 +121,84 @@ TEST(ProfileJson, FieldsAndHexIds) {
   EXPECT_EQ(j["steps"][1]["callee_txid"], "0000000000000099");
   EXPECT_EQ(j["steps"][2]["parent"], 1);
   EXPECT_FALSE(j["steps"][2].contains("rows"));
+}
+
+Transaction container() {
+  Transaction c;
+  c.id = 7;
+  c.txid = 0xc0;
+  c.app = "front";
+  c.name = "unattributed steps";
+  c.kind = "unattributed";
+  c.start_unix_ns = 1764410400000000000;  // 2025-11-29T10:00:00Z
+  c.elapsed_ns = 1000000000;
+  c.agent.instance_id = 0xa9;
+  c.agent.pid = 4242;
+  c.agent.host = "h1";
+  c.agent.program = "node";
+  c.steps = {step("START"), step("HTTP_CALL", "http://back:8080/b/1"), step("SOCKET"), step("END")};
+  for (int i = 0; i < 4; ++i) c.steps[i].no = i;
+  auto& call = c.steps[1];
+  call.start_offset_ns = 250000000;
+  call.elapsed_ns = 1500000;
+  call.status = 200;
+  call.id = 0x5a;
+  call.callee_txid = 0xbeef;
+  call.attributes = {{"method", "GET"}};
+  c.steps[2].start_offset_ns = 300000000;
+  c.steps[2].error = "ECONNREFUSED";
+  c.summary.push_back({"HTTP_CALL", 0, "http://back:8080/b/x", 40, 80000000, std::nullopt, 0, 0, 0});
+  return c;
+}
+
+TEST(Unattributed, HeaderCountsPerKindMostFirst) {
+  Agent a;
+  a.pid = 4242;
+  a.host = "h1";
+  a.program = "node";
+  EXPECT_EQ(unattributed_header(a, "front", {{1, "front", "SOCKET", 2}, {1, "front", "HTTP_CALL", 10}}),
+            "UNATTRIBUTED  app=front  12 steps: HTTP_CALL 10, SOCKET 2  (pid 4242, node on h1)\n");
+}
+
+TEST(Unattributed, OneLinePerStepAtItsOwnTimeWithoutStartAndEnd) {
+  const Transaction c = container();
+  const std::string text = unattributed_lines(c);
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(text.substr(at, nl - at));
+  ASSERT_EQ(lines.size(), 3u) << text;
+  EXPECT_EQ(lines[0], "  " + date_time(c.start_unix_ns + 250000000) +
+                          "  HTTP_CALL GET http://back:8080/b/1 status 200 [1.50 ms] callee=000000000000beef");
+  EXPECT_NE(lines[1].find("SOCKET[addr=?"), std::string::npos);
+  EXPECT_NE(lines[1].find("!! ERROR: ECONNREFUSED"), std::string::npos);
+  EXPECT_EQ(lines[2], "  " + date_time(c.start_unix_ns) +
+                          "  HTTP_CALL x40 [80 ms] (folded past the step limit)  http://back:8080/b/x");
+}
+
+TEST(Unattributed, JsonObjectPerStep) {
+  const auto js = unattributed_json(container());
+  ASSERT_EQ(js.size(), 3u);
+  const auto& j = js[0];
+  EXPECT_EQ(j["app"], "front");
+  EXPECT_EQ(j["agent"], "00000000000000a9");
+  EXPECT_EQ(j["pid"], 4242);
+  EXPECT_EQ(j["container_tx_id"], "00000000000000c0");
+  EXPECT_EQ(j["kind"], "HTTP_CALL");
+  EXPECT_EQ(j["text"], "http://back:8080/b/1");
+  EXPECT_EQ(j["start_unix_ns"], 1764410400250000000);
+  EXPECT_DOUBLE_EQ(j["elapsed_ms"].get<double>(), 1.5);
+  EXPECT_EQ(j["status"], 200);
+  EXPECT_EQ(j["error"], "");
+  EXPECT_EQ(j["callee_tx_id"], "000000000000beef");
+  EXPECT_EQ(j["span_id"], "000000000000005a");
+  EXPECT_EQ(j["count"], 1);
+  EXPECT_EQ(j["folded"], false);
+  EXPECT_FALSE(j.contains("callee_txid"));
+  EXPECT_TRUE(js[1]["status"].is_null());
+  EXPECT_TRUE(js[1]["callee_tx_id"].is_null());
+  EXPECT_EQ(js[1]["error"], "ECONNREFUSED");
+  EXPECT_EQ(js[2]["folded"], true);
+  EXPECT_EQ(js[2]["count"], 40);
+  EXPECT_EQ(js[2]["kind"], "HTTP_CALL");
 }
 
 TEST(TraceOrder, CallersBeforeCalleesByDepth) {

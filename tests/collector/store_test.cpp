@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "ids.h"
@@ -383,6 +384,89 @@ TEST_F(StoreTest, ReaderSelections) {
   ASSERT_EQ(by_trace.size(), 1u);
   EXPECT_TRUE(r.by_txid(b.transactions(4).txid(), "other").empty());
   EXPECT_FALSE(r.load(123456));
+}
+
+// An unattributed container of agent `instance` whose first HTTP_CALL sent span `span`.
+v1::Batch container_batch(uint64_t span, uint64_t instance = 0xc0) {
+  testing::SynthOptions o;
+  o.app = "front";
+  o.instance_id = instance;
+  std::mt19937_64 rng(instance);
+  v1::Batch b = testing::make_batch(o, 1);
+  auto* c = testing::add_unattributed(b, 1, 7, rng, 2000000000ull);  // HTTP_CALL, SOCKET, ..., HTTP_CALL
+  c->mutable_steps(1)->set_id(span);
+  return b;
+}
+
+TEST_F(StoreTest, ContainerStoredAsATransactionAndItsCallsLinkedInBothOrders) {
+  EXPECT_EQ(write(container_batch(0x5a5a)).links, 0u);
+  EXPECT_EQ(write(callee_batch(0x5a5a)).links, 1u);
+  EXPECT_EQ(write(callee_batch(0x6b6b)).links, 0u);
+  EXPECT_EQ(write(container_batch(0x6b6b, 0xc1)).links, 1u);
+  EXPECT_EQ(count("SELECT count(*) FROM transactions WHERE kind = 'unattributed' AND name = 'unattributed steps'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM steps s JOIN transactions t ON t.id = s.tx_id"
+                  " WHERE t.kind = 'unattributed' AND s.kind = 'HTTP_CALL' AND s.callee_tx_id IS NOT NULL"),
+            2);
+  Reader r(db_);
+  auto c = r.load(r.unattributed_containers()[0]);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, "unattributed");
+  EXPECT_EQ(c->steps[1].kind, "HTTP_CALL");
+  EXPECT_EQ(c->steps[1].callee_txid, 0xca11eeu);
+}
+
+TEST_F(StoreTest, ReaderKeepsContainersOutOfTransactionSelections) {
+  testing::SynthOptions o;
+  o.app = "front";
+  o.instance_id = 0xc0;
+  std::mt19937_64 rng(3);
+  v1::Batch b = testing::make_batch(o, 1);
+  for (int i = 0; i < 3; ++i) testing::add_transaction(b, o, i, rng, 1000000000ull * (i + 1));
+  // The container ends last, is the slowest, and shares a trace with transaction 0.
+  auto* c = testing::add_unattributed(b, 1, 13, rng, 1000000000ull * 9);
+  c->set_elapsed_ns(c->elapsed_ns() + 60000000000ull);
+  c->set_trace_id(b.transactions(0).trace_id());
+  // Some steps folded past the step limit: they count as unattributed steps too.
+  auto* folded = c->add_summary();
+  folded->set_kind(v1::HTTP_CALL);
+  folded->set_text("http://backend:8080/b/x");
+  folded->set_count(40);
+  folded->set_elapsed_ns(1000);
+  // A second process with a container of its own.
+  o.app = "back";
+  o.instance_id = 0xb0;
+  v1::Batch b2 = testing::make_batch(o, 1);
+  testing::add_unattributed(b2, 2, 2, rng, 1000000000ull * 5);
+  write(b);
+  write(b2);
+
+  Reader r(db_);
+  EXPECT_EQ(r.transaction_count(), 3);
+  EXPECT_EQ(r.last(10).size(), 3u);
+  EXPECT_EQ(r.last(1, "front").size(), 1u);
+  EXPECT_EQ(r.load(r.last(1)[0])->kind, "http");
+  auto slow = r.slowest(10);
+  ASSERT_EQ(slow.size(), 3u);
+  EXPECT_EQ(r.load(slow[0])->kind, "http");
+  EXPECT_EQ(r.by_trace(trace_hex(b.transactions(0).trace_id())).size(), 1u);
+  EXPECT_EQ(r.by_txid(c->txid()).size(), 1u);  // --id may still print a container
+
+  auto containers = r.unattributed_containers();
+  ASSERT_EQ(containers.size(), 2u);
+  EXPECT_EQ(r.load(containers[0])->app, "front");  // by agent (front's was stored first)
+  EXPECT_EQ(r.unattributed_containers("back").size(), 1u);
+  EXPECT_TRUE(r.unattributed_containers("nobody").empty());
+
+  // front: 13 steps cycling HTTP_CALL, SOCKET, SQL, DNS, SOCKET_CLOSE, DB_CONNECT (3, 2, 2, 2, 2, 2)
+  // plus 40 folded calls; back: HTTP_CALL, SOCKET.
+  std::map<std::string, int64_t> front, back;
+  for (const auto& u : r.unattributed_counts()) (u.app == "front" ? front : back)[u.kind] += u.count;
+  EXPECT_EQ(front, (std::map<std::string, int64_t>{{"DB_CONNECT", 2}, {"DNS", 2}, {"HTTP_CALL", 43}, {"SOCKET", 2},
+                                                  {"SOCKET_CLOSE", 2}, {"SQL", 2}}));
+  EXPECT_EQ(back, (std::map<std::string, int64_t>{{"HTTP_CALL", 1}, {"SOCKET", 1}}));
+  auto only_back = r.unattributed_counts("back");
+  ASSERT_EQ(only_back.size(), 2u);
+  EXPECT_EQ(only_back[0].kind, "HTTP_CALL");
 }
 
 TEST_F(StoreTest, OpenErrorsAreClear) {

@@ -125,4 +125,88 @@ v1::Transaction* add_transaction(v1::Batch& b, const SynthOptions& o, uint64_t s
   return tx;
 }
 
+v1::Transaction* add_unattributed(v1::Batch& b, uint64_t seq, int steps, std::mt19937_64& rng,
+                                  uint64_t start_unix_ns) {
+  auto* tx = b.add_transactions();
+  tx->set_txid(rng() | 1);
+  tx->set_name("unattributed steps");
+  tx->set_kind("unattributed");
+  tx->set_start_unix_ns(start_unix_ns);
+  tx->set_tid(4243);
+  uint64_t offset = 0, call_ns = 0, sql_ns = 0;
+  uint32_t calls = 0, sqls = 0;
+  auto row = [&](v1::StepKind k, uint64_t gap) {
+    auto* s = tx->add_steps();
+    s->set_kind(k);
+    s->set_parent(-1);
+    offset += gap;
+    s->set_gap_ns(gap);
+    s->set_start_offset_ns(offset);
+    return s;
+  };
+  row(v1::START, 0);
+  for (int i = 0; i < steps; ++i) {
+    const uint64_t gap = 1000000 + rng() % 1000000;
+    switch (i % 6) {
+      case 0: {
+        auto* s = row(v1::HTTP_CALL, gap);
+        s->set_text("http://backend:8080/b/" + std::to_string(seq * 100 + i));
+        s->set_id(rng() | 1);
+        s->set_status(200);
+        s->set_elapsed_ns(gap / 2);
+        attr(s->mutable_attributes(), "method", "GET");
+        call_ns += gap / 2;
+        ++calls;
+        break;
+      }
+      case 1: {
+        auto* s = row(v1::SOCKET, gap);
+        s->set_id(rng());
+        s->set_elapsed_ns(gap / 4);
+        attr(s->mutable_attributes(), "addr", "10.0.0.9");
+        attr(s->mutable_attributes(), "port", "8080");
+        attr(s->mutable_attributes(), "localport", std::to_string(40000 + i));
+        break;
+      }
+      case 2: {
+        auto* s = row(v1::SQL, gap);
+        s->set_text("SELECT 1");
+        s->set_rows(1);
+        s->set_changes(-1);
+        s->set_elapsed_ns(gap / 3);
+        sql_ns += gap / 3;
+        ++sqls;
+        break;
+      }
+      case 3: {
+        auto* s = row(v1::DNS, gap);
+        s->set_text("backend");
+        s->set_elapsed_ns(gap / 5);
+        break;
+      }
+      case 4: {
+        auto* s = row(v1::SOCKET_CLOSE, gap);
+        s->set_id(rng());
+        s->set_bytes_read(100);
+        s->set_bytes_written(50);
+        break;
+      }
+      default: {
+        auto* s = row(v1::DB_CONNECT, gap);
+        s->set_text("dbname=orders");
+        s->set_elapsed_ns(gap / 2);
+        s->set_error("connection refused");
+        break;
+      }
+    }
+  }
+  row(v1::END, 1000);
+  tx->set_elapsed_ns(offset);
+  tx->set_call_ns(call_ns);
+  tx->set_call_count(calls);
+  tx->set_sql_ns(sql_ns);
+  tx->set_sql_count(sqls);
+  return tx;
+}
+
 }  // namespace txray::testing

@@ -26,4 +26,10 @@ v1::Batch make_batch(const SynthOptions& o, uint64_t batch_seq);
 v1::Transaction* add_transaction(v1::Batch& b, const SynthOptions& o, uint64_t seq, std::mt19937_64& rng,
                                  uint64_t start_unix_ns);
 
+// Appends an unattributed container as the agent sends one (kind "unattributed", name "unattributed
+// steps", no trace): START, then `steps` rows cycling HTTP_CALL (status 200, a span id from `rng`),
+// SOCKET, SQL, DNS, SOCKET_CLOSE, DB_CONNECT, then END. Its GAPs add up to its elapsed time.
+v1::Transaction* add_unattributed(v1::Batch& b, uint64_t seq, int steps, std::mt19937_64& rng,
+                                  uint64_t start_unix_ns);
+
 }  // namespace txray::testing

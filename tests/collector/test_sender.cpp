@@ -3,7 +3,8 @@
 //   --raw-sqlite FILE       instead insert the same rows straight into a fresh store (the benchmark's
 //                           baseline: prepared statements, one big transaction)
 // Batches are generated (and serialized) before the clock starts. Prints one JSON line on stdout:
-// {"transactions":…, "batches":…, "seconds":…, "tx_per_s":…, "txids":[…] (with --print-txids)}.
+// {"transactions":…, "batches":…, "seconds":…, "tx_per_s":…, "txids":[…] (with --print-txids),
+//  "container_txid":… (with --unattributed)}.
 #include <sqlite3.h>
 
 #include <CLI/CLI.hpp>
@@ -43,7 +44,10 @@ struct Args {
   bool print_txids = false;
   bool linked = false;
   bool raw_no_checkpoint = false;
+  int unattributed = 0;
 };
+
+uint64_t g_container_txid = 0;  // the unattributed container sent (--unattributed)
 
 std::vector<txray::v1::Batch> generate(const Args& a) {
   txray::testing::SynthOptions o;
@@ -68,6 +72,17 @@ std::vector<txray::v1::Batch> generate(const Args& a) {
       callee->set_trace_id(caller->trace_id());
       callee->set_start_unix_ns(caller->start_unix_ns() + 1000);
       if ((i / 2) % 2 == 1) all.mutable_transactions()->SwapElements(i, i + 1);
+    }
+  }
+  if (a.unattributed > 0) {
+    // Last, after its callee: the agent's container of unattributed steps. Its first HTTP_CALL was
+    // answered by the first transaction (the collector links them as for any call).
+    auto* c = txray::testing::add_unattributed(all, a.transactions, a.unattributed, rng,
+                                               start + a.transactions * 1000000);
+    g_container_txid = c->txid();
+    if (all.transactions_size() > 1) {
+      auto* callee = all.mutable_transactions(0);
+      callee->set_parent_span_id(c->steps(1).id());
     }
   }
   std::vector<txray::v1::Batch> out;
@@ -235,6 +250,10 @@ int main(int argc, char** argv) {
   app.add_flag("--print-txids", a.print_txids, "list the txids sent");
   app.add_flag("--raw-no-checkpoint", a.raw_no_checkpoint, "with --raw-sqlite: no automatic WAL checkpoint at the commit");
   app.add_flag("--linked", a.linked, "make pairs of caller and callee transactions (one trace per pair)");
+  app.add_option("--unattributed", a.unattributed,
+                 "also send an unattributed container of N steps (HTTP_CALL, SOCKET, SQL, DNS, SOCKET_CLOSE, "
+                 "DB_CONNECT in turn) whose first call the first transaction answered")
+      ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty() && a.writer_db.empty()) {
     std::fprintf(stderr, "txray-test-sender: give --endpoint, --raw-sqlite or --write-dir\n");
@@ -292,11 +311,13 @@ int main(int argc, char** argv) {
     bool first = true;
     for (const auto& b : batches)
       for (const auto& tx : b.transactions()) {
+        if (tx.kind() == "unattributed") continue;
         out += (first ? "\"" : ",\"") + txray::hex16(tx.txid()) + "\"";
         first = false;
       }
     out += "]";
   }
+  if (g_container_txid) out += ",\"container_txid\":\"" + txray::hex16(g_container_txid) + "\"";
   std::printf("%s}\n", out.c_str());
   return 0;
 }

@@ -1,9 +1,12 @@
 """`txray show` on a store filled by a real collector: the X-View text layout, selections, --trace over
-linked calls, JSON fields, and clear errors (exit 2) for bad arguments and databases that are not txray's."""
+linked calls, JSON fields, --unattributed, and clear errors (exit 2) for bad arguments and databases that are
+not txray's."""
+import json
 import os
 import re
 import sqlite3
 import subprocess
+from collections import Counter
 
 from txraytest import TXRAY, Collector, TxrayTestCase, send_batches, show_json, show_text, wait_transactions
 
@@ -87,6 +90,56 @@ class CliShow(TxrayTestCase):
         self.assertIn("    \\_ " + tree[1]["txid"], out)
         self.assertIn("    TXID           : " + tree[1]["txid"], out)  # the callee's profile, indented
         self.assertIn(" callee=" + tree[1]["txid"], out)
+
+    def test_unattributed_steps(self):
+        # 5 transactions and one container of 13 unattributed steps, whose first call transaction 0 answered.
+        db, sent = self.fill("--unattributed", 13, n=5)
+        container = sent["container_txid"]
+        # The container is no transaction: in no list, no trace, no report figure.
+        for sel in (("--last", "100"), ("--slowest", "100")):
+            txs = show_json(db, *sel)
+            self.assertEqual(sorted(t["txid"] for t in txs), sorted(sent["txids"]), sel)
+        self.assertEqual(show_json(db, "--id", container)[0]["kind"], "unattributed")  # --id still prints it
+
+        steps = show_json(db, "--unattributed")
+        self.assertEqual(len(steps), 13)
+        self.assertEqual(Counter(s["kind"] for s in steps),
+                         {"HTTP_CALL": 3, "SOCKET": 2, "SQL": 2, "DNS": 2, "SOCKET_CLOSE": 2, "DB_CONNECT": 2})
+        for s in steps:
+            for k in ("app", "agent", "pid", "container_tx_id", "kind", "text", "start_unix_ns", "elapsed_ms",
+                      "status", "error", "callee_tx_id"):
+                self.assertIn(k, s)
+            self.assertEqual(s["app"], "synthetic")
+            self.assertEqual(s["pid"], 4242)
+            self.assertEqual(s["container_tx_id"], container)
+        self.assertEqual([s["start_unix_ns"] for s in steps], sorted(s["start_unix_ns"] for s in steps))
+        calls = [s for s in steps if s["kind"] == "HTTP_CALL"]
+        self.assertEqual(calls[0]["callee_tx_id"], sent["txids"][0])  # linked as any call
+        self.assertEqual([c["callee_tx_id"] for c in calls[1:]], [None, None])
+        self.assertEqual(calls[0]["status"], 200)
+        self.assertTrue(all(s["error"] == "connection refused" for s in steps if s["kind"] == "DB_CONNECT"))
+        self.assertEqual(show_json(db, "--unattributed", "--app", "synthetic"), steps)
+
+        out = show_text(db, "--unattributed")
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "UNATTRIBUTED  app=synthetic  13 steps: HTTP_CALL 3, DB_CONNECT 2, DNS 2, SOCKET 2, "
+                                   "SOCKET_CLOSE 2, SQL 2  (pid 4242, synthetic-service on testhost)")
+        self.assertEqual(len(lines), 14, out)
+        self.assertRegex(lines[1], r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  HTTP_CALL GET http://backend:8080/b/\d+ "
+                                   r"status 200 \[[\d.]+ ms\] callee=" + sent["txids"][0] + "$")
+
+        report = json.loads(txray("report", "--db", db, "--format", "json").stdout)
+        self.assertEqual(report["summary"]["transactions"], 5)
+        self.assertEqual(report["summary"]["unattributed_steps"], 13)
+        self.assertEqual(report["summary"]["unattributed_by_kind"]["HTTP_CALL"], 3)
+
+        # None for another app: an empty result, exit 0.
+        self.assertEqual(show_json(db, "--unattributed", "--app", "elsewhere"), [])
+        r = txray("show", "--db", db, "--unattributed", "--app", "elsewhere")
+        self.assertEqual((r.returncode, r.stdout), (0, ""))
+        self.assertIn("no unattributed steps", r.stderr)
+        r = txray("show", "--db", db, "--unattributed", "--last", "2")
+        self.assertEqual(r.returncode, 2)
 
     def test_json_fields(self):
         db, _ = self.fill(n=5)

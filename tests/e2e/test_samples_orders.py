@@ -21,7 +21,7 @@ def per_name(db):
     try:
         return {name: dict(count=n, cpu=cpu, written=w, read=r, sql=sq) for name, n, cpu, w, r, sq in con.execute(
             "SELECT name, count(*), avg(cpu_ns), avg(bytes_written), avg(bytes_read), min(sql_count) "
-            "FROM transactions GROUP BY name")}
+            "FROM transactions WHERE kind IS NOT 'unattributed' GROUP BY name")}
     finally:
         con.close()
 

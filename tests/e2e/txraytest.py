@@ -140,7 +140,8 @@ def count_transactions(db):
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            return con.execute("SELECT count(*) FROM transactions").fetchone()[0]
+            # Containers of unattributed steps (kind 'unattributed') are no transactions.
+            return con.execute("SELECT count(*) FROM transactions WHERE kind IS NOT 'unattributed'").fetchone()[0]
         finally:
             con.close()
     except sqlite3.Error:

@@ -1,6 +1,8 @@
 // compute_report over a store with known content: every count, sum, percentile and group exactly.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "compute.h"
 #include "stats.h"
 #include "store_fixture.h"
@@ -339,3 +341,109 @@ TEST(ComputeErrors, MissingStoreNotAStoreAndBadOptions) {
 }
 
 }  // namespace
+
+// Unattributed containers (kind "unattributed") are no transactions: none of their rows shows in any
+// figure; the summary counts their steps instead, under the app and time filters (a step's own start).
+TEST(ComputeUnattributed, ContainersAreLeftOutAndTheirStepsCounted) {
+  StoreBuilder s;
+  const int64_t front = s.agent("front"), back = s.agent("back");
+  StoreBuilder::Tx t;
+  t.agent = front;
+  t.app = "front";
+  t.name = "GET /r/1";
+  t.start_ms = 1000;
+  t.elapsed_ms = 10;
+  t.call_ms = 5;
+  const int64_t r1 = s.tx(t);
+  s.step(r1, {.no = 0, .kind = "START"});
+  s.step(r1, {.no = 1, .kind = "HTTP_CALL", .start_ms = 1, .gap_ms = 1, .elapsed_ms = 5,
+              .text = "GET http://back:8080/b/1", .status = 200});
+  s.step(r1, {.no = 2, .kind = "END", .start_ms = 10, .gap_ms = 9});
+  // front's container: from 2000 ms, 1 s long, slower than anything, with calls and SQL of its own.
+  StoreBuilder::Tx c;
+  c.agent = front;
+  c.app = "front";
+  c.name = "unattributed steps";
+  c.kind = "unattributed";
+  c.start_ms = 2000;
+  c.elapsed_ms = 1000;
+  c.sql_ms = 3;
+  c.call_ms = 12;
+  c.status = 0;
+  c.error = "x";
+  const int64_t ca = s.tx(c);
+  s.step(ca, {.no = 0, .kind = "START"});
+  s.step(ca, {.no = 1, .kind = "HTTP_CALL", .start_ms = 100, .gap_ms = 100, .elapsed_ms = 6,
+              .text = "GET http://back:8080/b/2", .status = 200});
+  s.step(ca, {.no = 2, .kind = "HTTP_CALL", .start_ms = 600, .gap_ms = 500, .elapsed_ms = 6,
+              .text = "GET http://back:8080/b/3", .status = 200});
+  s.step(ca, {.no = 3, .kind = "SOCKET", .start_ms = 700, .gap_ms = 100});
+  for (int i = 0; i < 6; ++i)  // would be an N+1 pattern in a transaction
+    s.step(ca, {.no = 4 + i, .kind = "SQL", .start_ms = 800 + i, .gap_ms = 1, .elapsed_ms = 0,
+                .text = "SELECT 1", .fingerprint = 0x77, .rows = 1});
+  s.step(ca, {.no = 10, .kind = "END", .start_ms = 1000, .gap_ms = 194});
+  s.summary(ca, "HTTP_CALL", std::nullopt, "GET http://back:8080/b/4", 40, 100, std::nullopt);
+  // back's container, without a kind filter it would be a second app.
+  StoreBuilder::Tx cb = c;
+  cb.agent = back;
+  cb.app = "back";
+  cb.start_ms = 5000;
+  const int64_t cbid = s.tx(cb);
+  s.step(cbid, {.no = 0, .kind = "START"});
+  s.step(cbid, {.no = 1, .kind = "DNS", .start_ms = 1, .gap_ms = 1, .elapsed_ms = 1, .text = "db"});
+  s.step(cbid, {.no = 2, .kind = "END", .start_ms = 1000, .gap_ms = 999});
+  const std::string db = s.done();
+
+  auto run = [&](Options opt) {
+    opt.db = db;
+    Report r;
+    EXPECT_EQ(compute_report(opt, r), "");
+    return r;
+  };
+  Report r = run({});
+  EXPECT_EQ(r.summary.transactions, 1);
+  EXPECT_EQ(r.summary.errors, 0);
+  EXPECT_EQ(r.summary.pct.max, 10 * kMs);
+  EXPECT_EQ(r.summary.last_end_unix_ns, kBase + 1010 * kMs);
+  EXPECT_EQ(r.summary.apps, (std::vector<std::string>{"front"}));
+  EXPECT_EQ(r.summary.shares.total_ns, 10 * kMs);
+  ASSERT_EQ(r.slowest.size(), 1u);
+  EXPECT_EQ(r.slowest[0].id, r1);
+  ASSERT_EQ(r.names.size(), 1u);
+  EXPECT_EQ(r.names[0].name, "GET /r/1");
+  EXPECT_TRUE(r.sql.empty());
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].calls, 1);
+  EXPECT_TRUE(r.repeated.empty());
+  int64_t in_histogram = 0;
+  for (const auto& b : r.histogram) in_histogram += b.count;
+  EXPECT_EQ(in_histogram, 1);
+  int64_t in_scatter = 0;
+  for (const auto& cell : r.scatter.cells) in_scatter += cell.count;
+  EXPECT_EQ(in_scatter, 1);
+
+  EXPECT_EQ(r.summary.unattributed_steps, 2 + 40 + 1 + 6 + 1);
+  EXPECT_EQ(r.summary.unattributed_by_kind,
+            (std::map<std::string, int64_t>{{"DNS", 1}, {"HTTP_CALL", 42}, {"SOCKET", 1}, {"SQL", 6}}));
+
+  Options o;
+  o.app = "back";
+  Report rb = run(o);
+  EXPECT_EQ(rb.summary.transactions, 0);
+  EXPECT_EQ(rb.summary.unattributed_steps, 1);
+
+  // Time: the step's own start. [2100, 2650] ms holds front's two calls; folded ones count at their
+  // container's start (2000 ms), outside the window.
+  o = {};
+  o.since_unix_ns = kBase + 2100 * kMs;
+  o.until_unix_ns = kBase + 2650 * kMs;
+  Report rt = run(o);
+  EXPECT_EQ(rt.summary.unattributed_by_kind, (std::map<std::string, int64_t>{{"HTTP_CALL", 2}}));
+  o.since_unix_ns = kBase + 2000 * kMs;
+  EXPECT_EQ(run(o).summary.unattributed_by_kind.at("HTTP_CALL"), 42);
+  // --name and --min-ms select transactions; they leave the unattributed steps alone.
+  o = {};
+  o.name = "nothing like it";
+  o.min_ms = 5000;
+  EXPECT_EQ(run(o).summary.unattributed_steps, 50);
+}

@@ -125,4 +125,46 @@ TEST_F(RenderTest, EveryFormatRendersAnEmptySelection) {
   }
 }
 
+// The summary's unattributed steps, in every format.
+TEST(RenderUnattributed, EveryFormatSaysHowManyAndWhatTheyAre) {
+  StoreBuilder s;
+  s.agent("front");
+  StoreBuilder::Tx t;
+  t.app = "front";
+  t.elapsed_ms = 10;
+  s.tx(t);
+  StoreBuilder::Tx c = t;
+  c.name = "unattributed steps";
+  c.kind = "unattributed";
+  c.elapsed_ms = 1000;
+  const int64_t id = s.tx(c);
+  for (int i = 0; i < 12; ++i)
+    s.step(id, {.no = i, .kind = i < 10 ? "HTTP_CALL" : "SOCKET", .start_ms = i, .text = "GET http://back/b"});
+  const std::string db = s.done();
+  auto render = [&](const std::string& format, const std::string& table = "") {
+    Options o;
+    o.db = db;
+    o.format = format;
+    o.table = table;
+    std::ostringstream out;
+    EXPECT_EQ(write_report(o, out), "");
+    return out.str();
+  };
+  auto j = nlohmann::json::parse(render("json"));
+  EXPECT_EQ(j["summary"]["transactions"], 1);
+  EXPECT_EQ(j["summary"]["unattributed_steps"], 12);
+  EXPECT_EQ(j["summary"]["unattributed_by_kind"], (nlohmann::json{{"HTTP_CALL", 10}, {"SOCKET", 2}}));
+  const std::string md = render("md");
+  EXPECT_NE(md.find("**Unattributed steps: 12** (HTTP_CALL 10, SOCKET 2): steps"), std::string::npos) << md;
+  EXPECT_NE(md.find("could not attribute to any request"), std::string::npos);
+  EXPECT_NE(md.find("docs/agent.md"), std::string::npos);
+  const std::string html = render("html");
+  EXPECT_NE(html.find("<b>Unattributed steps: 12</b> (HTTP_CALL 10, SOCKET 2)"), std::string::npos);
+  EXPECT_NE(html.find("<code>txray show --unattributed</code>"), std::string::npos);
+  EXPECT_NE(html.find("<b>12</b><span>unattributed steps</span>"), std::string::npos);
+  const std::string csv = render("csv", "summary");
+  EXPECT_NE(csv.find("unattributed_steps,12\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("unattributed_by_kind,HTTP_CALL:10 SOCKET:2\n"), std::string::npos) << csv;
+}
+
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "counters.h"
+#include "unattributed.h"
 #include "test_support.h"
 
 using namespace txray;
@@ -82,10 +83,13 @@ TEST_F(SocketEventsTest, RefusedNonBlockingConnectGetsItsError) {
   EXPECT_EQ(g_done[0]->steps[1].error, "ECONNREFUSED");
 }
 
-TEST_F(SocketEventsTest, SocketsOutsideATransactionAreCountedWithoutRows) {
+// Outside a transaction a connect is an unattributed step (attribution.h): it goes to the process's
+// container, which is only sent when the agent thread rotates it.
+TEST_F(SocketEventsTest, SocketsOutsideATransactionGoToTheUnattributedContainer) {
   const int fd = 702;
   StepRef s = sock::on_connect_begin(fd, "127.0.0.1", 80);
-  EXPECT_FALSE(s);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(unattr::is_container(s.tx));
   sock::on_connect_end(fd, s, 0, 0, 1234);
   const char data[10] = {};
   sock::on_read(fd, data, 10);

@@ -98,7 +98,7 @@ TEST_F(StepModelTest, FieldsAndStaleHandles) {
   // The transaction is gone: a handle to it does nothing (and does not crash).
   rec::set_text(s, "late");
   rec::close(s);
-  EXPECT_EQ(rec::current(), nullptr);
+  EXPECT_EQ(rec::current_request(), nullptr);
   EXPECT_FALSE(rec::open(nullptr, StepKind::SQL));
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "http_out.h"
+#include "unattributed.h"
 #include "recorder.h"
 #include "traceparent.h"
 #include "transaction.h"
@@ -173,9 +174,19 @@ TEST_F(HttpOutTest, PartialWritesAndEagainKeepTheProgramsCountsExact) {
   }
 }
 
-TEST_F(HttpOutTest, NoTransactionNoInsertion) {
+// A call made outside any request is an unattributed step (docs/agent.md): it is recorded in the
+// process's container and still carries a traceparent, so that its callee is linked; the program sees
+// only its own bytes.
+TEST_F(HttpOutTest, CallOutsideARequestIsUnattributedAndStillPropagates) {
   write_all(kReq);
-  EXPECT_EQ(kernel.wire, kReq);
+  EXPECT_NE(kernel.wire, kReq);
+  EXPECT_NE(kernel.wire.find("traceparent: 00-"), std::string::npos);
+  Transaction* c = unattr::container();
+  ASSERT_NE(c, nullptr);
+  std::lock_guard<std::mutex> l(c->mu);
+  bool found = false;
+  for (const Step& s : c->steps) found |= s.kind == StepKind::HTTP_CALL;
+  EXPECT_TRUE(found);
 }
 
 TEST_F(HttpOutTest, OtherProtocolsAreLeftAlone) {

@@ -1,0 +1,80 @@
+// What a runtime hint does (hint_protocol.h: apply). The parser is apart (hint_protocol.cpp) so that it
+// can be fuzzed alone.
+#include <cstring>
+
+#include "attribution.h"
+#include "hint_protocol.h"
+#include "http_out.h"
+#include "socket_events.h"
+#include "transaction.h"
+
+namespace txray::hint {
+namespace {
+
+void put(char* reply, size_t cap, const char* text) {
+  if (cap == 0) return;
+  size_t n = strnlen(text, cap - 1);
+  memcpy(reply, text, n);
+  reply[n] = 0;
+}
+
+void put_hex(char* reply, size_t cap, uint64_t v) {
+  char s[17];
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i, v >>= 4) s[i] = digits[v & 15];
+  s[16] = 0;
+  put(reply, cap, s);
+}
+
+}  // namespace
+
+bool apply(const Message& m, char* reply, size_t cap) {
+  switch (m.op) {
+    case 'H':
+      attr::set_hinted();
+      put(reply, cap, "OK");
+      return true;
+    case 'R': {
+      attr::set_hinted();
+      Transaction* t = sock::request_on(m.fd, m.n, 0);
+      put_hex(reply, cap, t ? t->txid : 0);
+      return t != nullptr;
+    }
+    case 'E':
+      attr::enter(ReqRef{m.fd, m.token});
+      put(reply, cap, "OK");
+      return true;
+    case 'L':
+      attr::leave();
+      put(reply, cap, "OK");
+      return true;
+    case 'O': {
+      FdSlot* s = fds::peek(m.fd);
+      bool ok = s && s->kind.load(std::memory_order_relaxed) == FdKind::outbound;
+      if (ok) http_out::set_owner(s, ReqRef{m.req_fd, m.token});
+      put(reply, cap, ok ? "OK" : "NO");
+      return ok;
+    }
+    case 'C': {
+      Transaction* t = m.fd >= 0 ? attr::resolve(ReqRef{m.fd, m.token}) : attr::current();
+      uint64_t h = attr::capture(t);
+      put_hex(reply, cap, h);
+      return h != 0;
+    }
+    case 'A': {
+      bool ok = attr::attach(m.token);
+      put(reply, cap, ok ? "OK" : "NO");
+      return ok;
+    }
+    case 'D':
+      if (attr::attached() == m.token) attr::detach();
+      attr::release(m.token);
+      put(reply, cap, "OK");
+      return true;
+    default:
+      put(reply, cap, "NO");
+      return false;
+  }
+}
+
+}  // namespace txray::hint

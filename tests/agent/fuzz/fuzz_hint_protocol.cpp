@@ -1,0 +1,20 @@
+// libFuzzer target: the runtime hint parser (agent/core/hint_protocol.cpp) runs inside the host on bytes
+// any program can write to the hint descriptor. It must never read past the length it is given, never
+// accept a message that does not re-parse to the same fields, and never crash.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "hint_protocol.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // An exact-size heap copy: ASan reports any read past `size`.
+  std::vector<char> buf(data, data + size);
+  txray::hint::Message m;
+  bool ok = txray::hint::parse(buf.data(), size, &m);
+  if (ok && !strchr("HRELOCAD", m.op)) abort();
+  if (ok && m.op != 'H' && m.op != 'L' && m.op != 'A' && m.op != 'D' && !(m.op == 'C' && m.fd < 0) && m.fd < 0) abort();
+  return 0;
+}
