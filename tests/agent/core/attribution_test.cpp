@@ -249,8 +249,8 @@ TEST_F(AttributionTest, ContainerRotatesIntoAnUnattributedTransaction) {
 TEST_F(AttributionTest, AFullContainerIsSentRatherThanFolded) {
   unattr::rotate(false);  // start empty
   size_t before = Collected::txs.size();
-  const int steps = 2500;  // 2.5 containers' worth at the default step limit
-  on_thread([] {
+  const int steps = int(unattr::container()->max_rows) * 5 / 2;  // 2.5 containers
+  on_thread([&] {
     for (int i = 0; i < steps; ++i) sql_step();
   });
   unattr::rotate(false);
