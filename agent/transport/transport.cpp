@@ -96,6 +96,11 @@ class Sender {
     // With IMMEDIATE nothing queues while the collector is away: failures are counted right away.
     zmq_setsockopt(sock_, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
     zmq_setsockopt(sock_, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    if (!set_curve_keys()) {
+      zmq_close(sock_);
+      sock_ = nullptr;
+      return fail(nullptr);
+    }
     if (zmq_connect(sock_, config().collector.c_str()) != 0) {
       debug_log("cannot connect to collector '%s': %s", config().collector.c_str(), zmq_strerror(zmq_errno()));
       zmq_close(sock_);
@@ -103,6 +108,31 @@ class Sender {
       return fail(nullptr);
     }
     opened_ns_ = clock::mono_ns();
+  }
+
+  // CURVE client keys when TXRAY_SERVER_KEY is set (config.cpp read and checked them). False when keys
+  // were given but cannot be used: then nothing is sent, never clear text in their place.
+  bool set_curve_keys() {
+    const Config& c = config();
+    if (c.curve_unusable) return false;
+    if (c.server_key.empty()) return true;
+    std::string pub = c.client_public_key;
+    if (pub.empty()) {
+      char derived[41];
+      if (zmq_curve_public(derived, c.client_secret_key.c_str()) != 0) {
+        debug_log("cannot derive the public key from TXRAY_CLIENT_SECRET_KEY: %s", zmq_strerror(zmq_errno()));
+        return false;
+      }
+      pub = derived;
+    }
+    // z85 keys are passed with their terminating NUL (41 bytes), as zmq_setsockopt expects.
+    if (zmq_setsockopt(sock_, ZMQ_CURVE_SERVERKEY, c.server_key.c_str(), 41) != 0 ||
+        zmq_setsockopt(sock_, ZMQ_CURVE_PUBLICKEY, pub.c_str(), 41) != 0 ||
+        zmq_setsockopt(sock_, ZMQ_CURVE_SECRETKEY, c.client_secret_key.c_str(), 41) != 0) {
+      debug_log("CURVE keys refused by libzmq: %s", zmq_strerror(zmq_errno()));
+      return false;
+    }
+    return true;
   }
 
   void fail(const char* what) {
