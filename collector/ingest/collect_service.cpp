@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -127,6 +128,8 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
 class Receiver {
  public:
   Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q) : opts_(o), stats_(s), queue_(q) {}
+  // Called every 200 ms while a batch waits for room in the queue.
+  void on_waiting(std::function<void()> f) { waiting_ = std::move(f); }
 
   void handle(const zmq::message_t& msg) {
     ++stats_.messages;
@@ -156,6 +159,7 @@ class Receiver {
     // so queue_bytes bounds the memory the queue holds, whatever the encoding's ratio.
     size_t weight = std::max<size_t>(msg.size(), static_cast<size_t>(batch.arena->SpaceAllocated()));
     while (!queue_.push(std::move(batch), weight, 200ms)) {
+      if (waiting_) waiting_();  // the status line goes on while the writer is behind
     }
   }
 
@@ -190,6 +194,7 @@ class Receiver {
   std::unordered_map<uint64_t, uint64_t> drops_;
   uint64_t rejected_logged_ = 0;
   uint64_t truncated_logged_ = 0;
+  std::function<void()> waiting_;
 };
 
 // Refuses (false, with the message printed) a configuration that would let anyone who can reach the
@@ -337,6 +342,19 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   Receiver receiver(opts, stats, queue);
   auto last_status = Clock::now();
   uint64_t prev_recv = 0, prev_stored = 0;
+  // The status line every status_interval_s, from the receiving thread: between receives, and while a
+  // batch waits for the writer (under back-pressure the receiver may wait for long).
+  auto status_tick = [&] {
+    if (opts.status_interval_s <= 0) return;
+    auto now = Clock::now();
+    double secs = std::chrono::duration<double>(now - last_status).count();
+    if (secs < opts.status_interval_s) return;
+    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
+    prev_recv = stats.received_tx;
+    prev_stored = stats.stored_tx;
+    last_status = now;
+  };
+  receiver.on_waiting(status_tick);
   // Waits up to `wait` for agent messages and takes them; monitor events (refused peers) are counted on
   // the way and do not end the wait.
   auto recv_for = [&](std::chrono::milliseconds wait) -> bool {
@@ -357,7 +375,10 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
       // Take the whole burst before sleeping again: every sleep is a wake-up later, and on a busy
       // machine a wake-up costs milliseconds (and preempts the writer thread).
       int n = 0;
-      for (zmq::message_t msg; n < 1024 && sock.recv(msg, zmq::recv_flags::dontwait); ++n) receiver.handle(msg);
+      for (zmq::message_t msg; n < 1024 && sock.recv(msg, zmq::recv_flags::dontwait); ++n) {
+        receiver.handle(msg);
+        status_tick();
+      }
       return n > 0;
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) return false;  // a signal: the loop looks at `stop`
@@ -367,16 +388,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
 
   while (!stop.load()) {
     recv_for(std::chrono::milliseconds(100));
-    if (opts.status_interval_s > 0) {
-      auto now = Clock::now();
-      double secs = std::chrono::duration<double>(now - last_status).count();
-      if (secs >= opts.status_interval_s) {
-        print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
-        prev_recv = stats.received_tx;
-        prev_stored = stats.stored_tx;
-        last_status = now;
-      }
-    }
+    status_tick();
   }
 
   // Stop requested: take in what libzmq already holds (until the socket has been quiet for a moment),
