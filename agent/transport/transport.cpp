@@ -29,6 +29,7 @@ namespace {
 constexpr size_t kMaxBatch = 256;                   // transactions per ZeroMQ message
 constexpr uint64_t kConnectNs = 1'000'000'000;      // a connection attempt while the program runs
 constexpr uint64_t kExitConnectNs = 20'000'000;     // ... and at exit (refused: microseconds; unreachable: this)
+constexpr uint64_t kExitConnectCurveNs = 100'000'000;  // ... with CURVE: three round trips and the crypto
 constexpr uint64_t kSendNs = 1'000'000'000;         // a batch the collector does not take in this time: dropped
 constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attempts (libzmq's reconnect_ivl)
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
@@ -76,6 +77,10 @@ class Sender {
     endpoint_ok_ = parse_endpoint(config().collector, &ep_, &err);
     if (!endpoint_ok_) {
       debug_log("collector '%s' unusable: %s", config().collector.c_str(), err.c_str());
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (endpoint_ok_ && !use_curve_keys()) {
+      endpoint_ok_ = false;  // keys given but unusable: nothing is sent, never clear text in their place
       counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
     }
     std::vector<Transaction*> batch;
@@ -128,7 +133,8 @@ class Sender {
     if (!endpoint_ok_) return false;
     uint64_t now = clock::mono_ns();
     if (!exiting && now < next_attempt_ns_) return false;  // a lost connection is retried at once
-    if (push_.open(ep_, bounded(exiting ? kExitConnectNs : kConnectNs))) {
+    uint64_t budget = exiting ? (curve_ ? kExitConnectCurveNs : kExitConnectNs) : kConnectNs;
+    if (push_.open(ep_, bounded(budget))) {
       if (down_) debug_log("connected to collector %s", config().collector.c_str());
       down_ = false;
       return true;
@@ -136,6 +142,24 @@ class Sender {
     next_attempt_ns_ = clock::mono_ns() + kReconnectNs;
     note_down();
     return false;
+  }
+
+  // CURVE when TXRAY_SERVER_KEY is set (config.cpp read the keys as z85). False when keys were given but
+  // cannot be used.
+  bool use_curve_keys() {
+    const Config& c = config();
+    if (c.curve_unusable) return false;
+    if (c.server_key.empty()) return true;
+    uint8_t server[32], pub[32], sec[32];
+    if (!z85_decode_key(c.server_key, server) || !z85_decode_key(c.client_secret_key, sec)) {
+      debug_log("CURVE keys are not 40-character z85 keys");
+      return false;
+    }
+    if (c.client_public_key.empty()) derive_public_key(sec, pub);
+    else if (!z85_decode_key(c.client_public_key, pub)) return false;
+    push_.use_curve(server, pub, sec);
+    curve_ = true;
+    return true;
   }
 
   void note_down() {
@@ -161,6 +185,7 @@ class Sender {
   State* st_;
   Endpoint ep_;
   bool endpoint_ok_ = false;
+  bool curve_ = false;
   ZmtpPush push_;
   bool down_ = false;
   uint64_t next_attempt_ns_ = 0;
