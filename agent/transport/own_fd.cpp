@@ -73,6 +73,8 @@ bool take_private_fd_table(bool shared, bool keep_stderr) {
 
 bool private_fd_table() { return g_private.load(std::memory_order_acquire); }
 
+void forget_private_fd_table() { g_private.store(false, std::memory_order_release); }
+
 int open_own_socket(int domain) {
   constexpr int kType = SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC;
   if (private_fd_table()) return socket(domain, kType, 0);
