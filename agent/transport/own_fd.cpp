@@ -47,8 +47,9 @@ int dup_high(int fd) {
   for (int base : {top - 1, top - 4, top - 16, top - 64, top / 2}) {
     if (base <= fd || base < 3) continue;
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, base);
-    if (moved >= 0) return moved;
+    if (moved >= 0 || errno == EBADF) return moved;
   }
+  errno = EMFILE;
   return -1;
 }
 
@@ -109,8 +110,10 @@ int open_own_socket(int domain) {
     fds::g_agent_opening.store(1, std::memory_order_seq_cst);
     int fd = socket(domain, kType, 0);
     int moved = fd >= 0 ? dup_high(fd) : -1;
+    bool closed_under_us = moved < 0 && errno == EBADF;
     fds::g_agent_opening.store(0, std::memory_order_seq_cst);
     if (fd < 0) return -1;
+    if (closed_under_us) continue;  // the program closed it (a sweep): nothing of ours is left there
     bool noted = fd >= fds::g_closed_lo.load(std::memory_order_seq_cst) &&
                  fd <= fds::g_closed_hi.load(std::memory_order_seq_cst);
     if (noted && !(moved >= 0 && still_ours(fd, moved, domain))) {
