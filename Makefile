@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test soak demo bench clean
 
 all: build
 
@@ -22,6 +22,10 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
+
+# Long variants of the hostile-conditions tests (docs/reliability.md): e.g. 200 collector kill -9s.
+soak: build
+	bash scripts/soak.sh $(BUILD_DIR)
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)

@@ -21,6 +21,39 @@ bool parse_u32(const char* s, uint32_t lo, uint32_t hi, uint32_t* out) {
   return true;
 }
 
+constexpr size_t kZ85KeyChars = 40;
+
+bool is_z85_key(const std::string& s) {
+  static const char kAlphabet[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+  if (s.size() != kZ85KeyChars) return false;
+  for (char ch : s)
+    if (!std::strchr(kAlphabet, ch) || ch == '\0') return false;
+  return true;
+}
+
+// A key as TXRAY_*_KEY gives it: the path of a key file (as `txray keygen` writes them: the first line
+// holding a key; other lines are '#' comments), or else the z85 text itself. The file is tried first: a
+// path of 40 characters can look like a z85 key. "" when unusable.
+std::string read_key(const char* value) {
+  FILE* f = std::fopen(value, "re");
+  if (!f) return is_z85_key(value) ? std::string(value) : std::string();
+  char line[256];
+  std::string key;
+  while (std::fgets(line, sizeof line, f)) {
+    char* p = line;
+    while (*p == ' ' || *p == '\t') ++p;
+    std::string word(p, std::strcspn(p, " \t\r\n"));
+    // No z85 key starts with '#' (its first group would pass 32 bits): such a line is a comment.
+    if (is_z85_key(word)) {
+      key = word;
+      break;
+    }
+    if (!word.empty() && word[0] != '#') break;  // neither key nor comment
+  }
+  std::fclose(f);
+  return key;
+}
+
 }  // namespace
 
 Config parse_config(const char* (*get)(const char*)) {
@@ -42,6 +75,27 @@ Config parse_config(const char* (*get)(const char*)) {
     else if (std::strcmp(v, "private") != 0) c.problems += std::string("TXRAY_FD_TABLE='") + v + "' is not private|shared; ";
   }
   if (const char* v = get("TXRAY_DEBUG"); v && *v && std::strcmp(v, "0") != 0) c.debug = true;
+  for (auto [name, key] : {std::pair{"TXRAY_SERVER_KEY", &c.server_key}, {"TXRAY_CLIENT_SECRET_KEY", &c.client_secret_key},
+                           {"TXRAY_CLIENT_PUBLIC_KEY", &c.client_public_key}}) {
+    const char* v = get(name);
+    if (!v || !*v) continue;
+    *key = read_key(v);
+    if (key->empty()) {
+      c.problems += std::string(name) + " is neither a z85 key nor a readable key file; ";
+      c.curve_unusable = true;
+    }
+  }
+  // Client keys without the server's, or the server's without a secret key, cannot make a CURVE
+  // connection; sending in clear text instead would defeat the point of giving keys.
+  if (!c.curve_unusable && (!c.client_secret_key.empty() || !c.client_public_key.empty()) && c.server_key.empty()) {
+    c.problems += "TXRAY_CLIENT_*_KEY given without TXRAY_SERVER_KEY; ";
+    c.curve_unusable = true;
+  }
+  if (!c.curve_unusable && !c.server_key.empty() && c.client_secret_key.empty()) {
+    c.problems += "TXRAY_SERVER_KEY given without TXRAY_CLIENT_SECRET_KEY; ";
+    c.curve_unusable = true;
+  }
+  if (c.curve_unusable) c.problems += "the agent sends nothing (CURVE keys unusable); ";
   return c;
 }
 

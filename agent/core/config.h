@@ -16,6 +16,12 @@ struct Config {
   uint32_t queue_capacity = 4096;                  // TXRAY_QUEUE (finished transactions, >= 2)
   bool debug = false;                              // TXRAY_DEBUG=1: agent problems on stderr
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
+  // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
+  std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE
+  std::string client_secret_key;  // TXRAY_CLIENT_SECRET_KEY: this agent's secret key
+  std::string client_public_key;  // TXRAY_CLIENT_PUBLIC_KEY (optional: derived from the secret key)
+  // A key was given but cannot be used: the agent sends nothing rather than sending in clear text.
+  bool curve_unusable = false;
   std::string problems;  // what could not be parsed (printed when debug is on)
 };
 

@@ -20,42 +20,49 @@ constexpr uint8_t kFlagMore = 0x01, kFlagLong = 0x02, kFlagCommand = 0x04;
 
 // Our greeting: signature (0xFF, 8 padding bytes, 0x7F), version 3.0, mechanism "NULL" padded to 20
 // bytes, as-server 0, 31 bytes of filler.
-void fill_greeting(uint8_t* g) {
+void fill_greeting(uint8_t* g, bool curve) {
   std::memset(g, 0, kGreetingSize);
   g[0] = 0xFF;
   g[9] = 0x7F;
   g[10] = 3;
   g[11] = 0;
-  std::memcpy(g + 12, "NULL", 4);
+  if (curve) std::memcpy(g + 12, "CURVE", 5);  // as-server (g[32]) stays 0: the agent is the client
+  else std::memcpy(g + 12, "NULL", 4);
+}
+
+// The ZMTP properties of a PUSH socket: Socket-Type = PUSH (READY's body after its name, and CURVE's
+// INITIATE metadata).
+size_t fill_properties(uint8_t* out) {
+  static const char kProp[] = "Socket-Type";
+  static const char kType[] = "PUSH";
+  size_t n = 0;
+  out[n++] = uint8_t(sizeof kProp - 1);
+  std::memcpy(out + n, kProp, sizeof kProp - 1);
+  n += sizeof kProp - 1;
+  uint32_t vl = sizeof kType - 1;
+  out[n++] = uint8_t(vl >> 24);
+  out[n++] = uint8_t(vl >> 16);
+  out[n++] = uint8_t(vl >> 8);
+  out[n++] = uint8_t(vl);
+  std::memcpy(out + n, kType, vl);
+  return n + vl;
 }
 
 // The NULL mechanism's READY command with the one property a PULL peer checks: Socket-Type = PUSH.
 size_t fill_ready(uint8_t* out) {
   static const char kName[] = "READY";
-  static const char kProp[] = "Socket-Type";
-  static const char kType[] = "PUSH";
   uint8_t body[64];
   size_t n = 0;
   body[n++] = uint8_t(sizeof kName - 1);
   std::memcpy(body + n, kName, sizeof kName - 1);
   n += sizeof kName - 1;
-  body[n++] = uint8_t(sizeof kProp - 1);
-  std::memcpy(body + n, kProp, sizeof kProp - 1);
-  n += sizeof kProp - 1;
-  uint32_t vl = sizeof kType - 1;
-  body[n++] = uint8_t(vl >> 24);
-  body[n++] = uint8_t(vl >> 16);
-  body[n++] = uint8_t(vl >> 8);
-  body[n++] = uint8_t(vl);
-  std::memcpy(body + n, kType, vl);
-  n += vl;
+  n += fill_properties(body + n);
   out[0] = kFlagCommand;
   out[1] = uint8_t(n);
   std::memcpy(out + 2, body, n);
   return n + 2;
 }
 
-// The Socket-Type property of a READY command body (after the command name), or "".
 std::string socket_type_of(const uint8_t* p, size_t n) {
   size_t i = 0;
   while (i < n) {
@@ -191,9 +198,88 @@ bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns) {
   return handshake(deadline_ns);
 }
 
+void ZmtpPush::use_curve(const uint8_t server_public[32], const uint8_t client_public[32],
+                         const uint8_t client_secret[32]) {
+  std::memcpy(curve_keys_, server_public, 32);
+  std::memcpy(curve_keys_ + 32, client_public, 32);
+  std::memcpy(curve_keys_ + 64, client_secret, 32);
+  curve_on_ = true;
+}
+
+// A command frame (short or long) with `body`.
+bool ZmtpPush::write_command(const void* body, size_t n, uint64_t deadline_ns) {
+  uint8_t head[9];
+  size_t hl;
+  if (n <= 255) {
+    head[0] = kFlagCommand;
+    head[1] = uint8_t(n);
+    hl = 2;
+  } else {
+    head[0] = kFlagCommand | kFlagLong;
+    for (int i = 0; i < 8; ++i) head[1 + i] = uint8_t(uint64_t(n) >> (56 - 8 * i));
+    hl = 9;
+  }
+  return write_all(head, hl, body, n, deadline_ns);
+}
+
+// The next frame, which must be a command of at most `cap` bytes.
+bool ZmtpPush::read_command(uint8_t* body, size_t cap, size_t* n, uint64_t deadline_ns) {
+  uint8_t flags;
+  if (!read_exact(&flags, 1, deadline_ns)) return false;
+  if (!(flags & kFlagCommand)) return fail("unexpected frame from the collector during the handshake");
+  uint64_t len = 0;
+  if (flags & kFlagLong) {
+    uint8_t l8[8];
+    if (!read_exact(l8, 8, deadline_ns)) return false;
+    for (int i = 0; i < 8; ++i) len = (len << 8) | l8[i];
+  } else {
+    uint8_t l1;
+    if (!read_exact(&l1, 1, deadline_ns)) return false;
+    len = l1;
+  }
+  if (len == 0 || len > cap) return fail("malformed command from the collector");
+  if (!read_exact(body, size_t(len), deadline_ns)) return false;
+  *n = size_t(len);
+  if (len >= 6 && std::memcmp(body, "\x05" "ERROR", 6) == 0) return fail("the collector refused the handshake");
+  return true;
+}
+
+// CurveZMQ as the client: greeting, HELLO, WELCOME, INITIATE, READY (curve_client.h).
+bool ZmtpPush::handshake_curve(uint64_t deadline_ns) {
+  curve_ = CurveClient{};
+  if (!curve_.init(curve_keys_, curve_keys_ + 32, curve_keys_ + 64)) return fail("libsodium unusable");
+  uint8_t mine[kGreetingSize];
+  fill_greeting(mine, true);
+  if (!write_all(mine, kGreetingSize, nullptr, 0, deadline_ns)) return false;
+  uint8_t peer[kGreetingSize];
+  if (!read_exact(peer, kGreetingSize, deadline_ns)) return false;
+  if (peer[0] != 0xFF || peer[9] != 0x7F) return fail("the collector endpoint does not speak ZMTP");
+  if (peer[10] < 3) return fail("the collector speaks a ZMTP older than 3.0");
+  if (std::memcmp(peer + 12, "CURVE\0", 6) != 0) return fail("the collector does not use CURVE (TXRAY_SERVER_KEY is set)");
+  uint8_t hello[CurveClient::kHelloSize];
+  if (!curve_.hello(hello) || !write_command(hello, sizeof hello, deadline_ns)) return fail("cannot send HELLO");
+  uint8_t body[512];
+  size_t n = 0;
+  if (!read_command(body, sizeof body, &n, deadline_ns)) return false;
+  if (!curve_.welcome(body, n)) return fail("the collector's WELCOME does not open with TXRAY_SERVER_KEY");
+  uint8_t props[64];
+  size_t pn = fill_properties(props);
+  std::string initiate;
+  if (!curve_.initiate(props, pn, &initiate) || !write_command(initiate.data(), initiate.size(), deadline_ns))
+    return fail("cannot send INITIATE");
+  if (!read_command(body, sizeof body, &n, deadline_ns)) return false;
+  std::string meta;
+  if (!curve_.ready(body, n, &meta)) return fail("the collector refused this agent's key");
+  peer_type_ = socket_type_of(reinterpret_cast<const uint8_t*>(meta.data()), meta.size());
+  if (strcasecmp(peer_type_.c_str(), "PULL") != 0) return fail("the collector endpoint is not a PULL socket");
+  return true;
+}
+
 bool ZmtpPush::handshake(uint64_t deadline_ns) {
+  if (curve_on_) return handshake_curve(deadline_ns);
   uint8_t mine[kGreetingSize + 64];
-  fill_greeting(mine);
+  fill_greeting(mine, false);
+
   size_t n = kGreetingSize + fill_ready(mine + kGreetingSize);
   if (!write_all(mine, n, nullptr, 0, deadline_ns)) return false;
   uint8_t peer[kGreetingSize];
@@ -286,6 +372,11 @@ bool ZmtpPush::check() {
 
 bool ZmtpPush::send(const void* data, size_t n, uint64_t deadline_ns) {
   if (fd_ < 0) return false;
+  if (curve_on_) {  // the message travels as the body of a MESSAGE (a data frame)
+    if (!curve_.seal(data, n, &sealed_)) return fail("cannot encrypt");
+    data = sealed_.data();
+    n = sealed_.size();
+  }
   uint8_t head[9];
   size_t hl;
   if (n <= 255) {

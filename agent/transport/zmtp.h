@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "curve_client.h"
 #include "own_fd.h"
 
 namespace txray::transport {
@@ -37,6 +38,10 @@ class ZmtpPush {
   ~ZmtpPush() { close(); }
   ZmtpPush(const ZmtpPush&) = delete;
   ZmtpPush& operator=(const ZmtpPush&) = delete;
+
+  // Authenticate and encrypt with CURVE (the collector's public key, this agent's key pair) from the next
+  // open() on. Without it the NULL mechanism (clear text) is used.
+  void use_curve(const uint8_t server_public[32], const uint8_t client_public[32], const uint8_t client_secret[32]);
 
   // Connects and completes the ZMTP handshake before `deadline_ns` (clock::mono_ns). False on failure,
   // with the reason in error().
@@ -70,6 +75,9 @@ class ZmtpPush {
  private:
   bool connect_to(const sockaddr* sa, socklen_t len, uint64_t deadline_ns);
   bool handshake(uint64_t deadline_ns);
+  bool handshake_curve(uint64_t deadline_ns);
+  bool write_command(const void* body, size_t n, uint64_t deadline_ns);
+  bool read_command(uint8_t* body, size_t cap, size_t* n, uint64_t deadline_ns);
   bool write_all(const void* a, size_t an, const void* b, size_t bn, uint64_t deadline_ns);
   bool read_exact(void* buf, size_t n, uint64_t deadline_ns);
   bool wait(short events, uint64_t deadline_ns);
@@ -80,6 +88,10 @@ class ZmtpPush {
   const char* error_ = "";
   bool descriptor_trouble_ = false;
   std::string peer_type_;
+  bool curve_on_ = false;
+  uint8_t curve_keys_[96] = {};  // S, C, c
+  CurveClient curve_;
+  std::string sealed_;
 };
 
 }  // namespace txray::transport

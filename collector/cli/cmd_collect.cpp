@@ -1,4 +1,5 @@
-// txray collect --listen ENDPOINT --db FILE [--status-interval S]
+// txray collect [--listen ENDPOINT] [--db FILE] [--curve-secret-key FILE --allowed-clients FILE | --insecure]
+//               [--status-interval S] [--max-message-mib M]
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -21,9 +22,23 @@ int collect_main(int argc, char** argv) {
                "txray collect"};
   ingest::CollectOptions opts;
   double max_message_mib = static_cast<double>(opts.limits.max_message_bytes) / (1 << 20);
-  app.add_option("--listen", opts.listen, "ZeroMQ endpoint to bind, e.g. tcp://127.0.0.1:7878 or ipc:///tmp/txray.sock")
-      ->required();
-  app.add_option("--db", opts.db, "SQLite file to write (created when missing)")->required();
+  app.add_option("--listen", opts.listen,
+                 "ZeroMQ endpoint to bind, e.g. tcp://127.0.0.1:7878 or ipc:///tmp/txray.sock; an address other "
+                 "machines can reach needs --curve-secret-key and --allowed-clients, or --insecure")
+      ->capture_default_str();
+  app.add_option("--db", opts.db, "SQLite file to write (created when missing, readable by its owner only)")
+      ->capture_default_str();
+  auto* sk = app.add_option("--curve-secret-key", opts.curve_secret_key_file,
+                            "the collector's CURVE secret key file (txray keygen: server.key); agents must then "
+                            "authenticate")
+                 ->check(CLI::ExistingFile);
+  auto* ac = app.add_option("--allowed-clients", opts.allowed_clients_file,
+                            "file of the agents' CURVE public keys allowed in, one per line (txray keygen: client.pub)")
+                 ->check(CLI::ExistingFile);
+  sk->needs(ac);
+  ac->needs(sk);
+  app.add_flag("--insecure", opts.insecure,
+               "listen on a non-loopback address without authentication: anyone who reaches it can write");
   app.add_option("--status-interval", opts.status_interval_s, "seconds between status lines on stderr (0: none)")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();

@@ -6,5 +6,6 @@ namespace txray::cli {
 int run_main(int argc, char** argv);      // cli/cmd_run.cpp
 int collect_main(int argc, char** argv);  // cli/cmd_collect.cpp
 int show_main(int argc, char** argv);     // cli/cmd_show.cpp
+int keygen_main(int argc, char** argv);   // cli/cmd_keygen.cpp
 int report_main(int argc, char** argv);   // report/cmd_report.cpp
 }  // namespace txray::cli

@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"collect", "receive transactions from agents and store them in SQLite", txray::cli::collect_main},
     {"show", "print stored transactions as X-View profiles (or JSON)", txray::cli::show_main},
     {"report", "export a slow-call report (Markdown, HTML, CSV, JSON)", txray::cli::report_main},
+    {"keygen", "write CURVE key pairs for an authenticated collector and its agents", txray::cli::keygen_main},
 };
 
 void usage(FILE* out) {

@@ -24,6 +24,14 @@ Checkpointer::Checkpointer(const std::string& db_path, std::chrono::milliseconds
     throw StoreError("cannot open " + path_ + " for checkpoints: " + msg);
   }
   sqlite3_busy_timeout(h, 2000);
+  // A connection learns that the file is in WAL mode only when it first reads it; until then
+  // sqlite3_wal_checkpoint_v2 is a silent no-op (it was: the WAL grew without bound while the collector
+  // ran, and a collector killed with -9 left all of it behind for the next one to wade through).
+  if (sqlite3_exec(h, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(h);
+    sqlite3_close_v2(h);
+    throw StoreError("cannot read " + path_ + " for checkpoints: " + msg);
+  }
   thread_ = std::thread([this, h] {
     sigset_t all;
     sigfillset(&all);

@@ -7,14 +7,18 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <unordered_map>
 #include <google/protobuf/arena.h>
+#include <unordered_set>
 #include <zmq.hpp>
 
 #include "bounded_queue.h"
 #include "checkpointer.h"
+#include "curve_auth.h"
 #include "store.h"
 #include "writer.h"
 
@@ -113,16 +117,19 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
-               ", queue %zu\n",
+               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
                secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
-               s.invalid.load(), s.oversize.load(), s.lost_tx.load(), queued);
+               s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
+               s.refused_peers.load(), s.unlisted_keys.load(), queued);
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
 class Receiver {
  public:
   Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q) : opts_(o), stats_(s), queue_(q) {}
+  // Called every 200 ms while a batch waits for room in the queue.
+  void on_waiting(std::function<void()> f) { waiting_ = std::move(f); }
 
   void handle(const zmq::message_t& msg) {
     ++stats_.messages;
@@ -137,13 +144,22 @@ class Receiver {
       count_rejected(r);
       return;
     }
+    if (r.truncated) {
+      stats_.truncated_fields += r.truncated;
+      if (++truncated_logged_ <= 10)
+        std::fprintf(stderr, "txray collect: truncated %" PRIu64 " fields of a batch (first: %s)%s\n", r.truncated,
+                     r.reason.c_str(), truncated_logged_ == 10 ? " (further truncations are only counted)" : "");
+    }
     note_drops(*batch.batch);
     uint64_t n = static_cast<uint64_t>(batch.batch->transactions_size());
     stats_.received_tx += n;
     using namespace std::chrono_literals;
     // Block while the writer catches up (back-pressure). The queue is closed only after the last
-    // receive, so this always ends with the batch queued.
-    while (!queue_.push(std::move(batch), msg.size(), 200ms)) {
+    // receive, so this always ends with the batch queued. Its weight is the decoded size (the arena's),
+    // so queue_bytes bounds the memory the queue holds, whatever the encoding's ratio.
+    size_t weight = std::max<size_t>(msg.size(), static_cast<size_t>(batch.arena->SpaceAllocated()));
+    while (!queue_.push(std::move(batch), weight, 200ms)) {
+      if (waiting_) waiting_();  // the status line goes on while the writer is behind
     }
   }
 
@@ -177,11 +193,79 @@ class Receiver {
   BoundedQueue<DecodedBatch>& queue_;
   std::unordered_map<uint64_t, uint64_t> drops_;
   uint64_t rejected_logged_ = 0;
+  uint64_t truncated_logged_ = 0;
+  std::function<void()> waiting_;
 };
+
+// Refuses (false, with the message printed) a configuration that would let anyone who can reach the
+// endpoint write to the store, or keys that cannot be used.
+bool check_security(const CollectOptions& o) {
+  bool curve = !o.curve_secret_key_file.empty();
+  if (curve != !o.allowed_clients_file.empty()) {
+    std::fprintf(stderr, "txray collect: --curve-secret-key and --allowed-clients go together (the server's key, and "
+                         "the agents' public keys it lets in)\n");
+    return false;
+  }
+  if (curve && !zmq_has("curve")) {
+    std::fprintf(stderr, "txray collect: this libzmq was built without CURVE support: cannot authenticate agents\n");
+    return false;
+  }
+  if (!curve && !o.insecure && !is_local_endpoint(o.listen)) {
+    std::fprintf(stderr,
+                 "txray collect: refusing to listen on %s without authentication: anyone who can reach it could "
+                 "write to %s.\n"
+                 "  Make keys with `txray keygen -o DIR`, then give --curve-secret-key DIR/server.key and "
+                 "--allowed-clients DIR/client.pub\n"
+                 "  (agents: TXRAY_SERVER_KEY=DIR/server.pub TXRAY_CLIENT_SECRET_KEY=DIR/client.key),\n"
+                 "  or listen on 127.0.0.1 / an ipc:// path, or pass --insecure to accept any agent.\n",
+                 o.listen.c_str(), o.db.c_str());
+    return false;
+  }
+  return true;
+}
+
+// CURVE on the PULL socket, with a ZAP handler that admits the listed client keys only.
+std::unique_ptr<ZapAuthenticator> setup_curve(const CollectOptions& o, zmq::context_t& ctx, zmq::socket_t& sock) {
+  std::string secret = read_single_key(o.curve_secret_key_file, "secret key");
+  auto listed = read_key_file(o.allowed_clients_file);
+  if (listed.empty()) throw std::runtime_error(o.allowed_clients_file + " lists no client key: no agent could connect");
+  auto zap = std::make_unique<ZapAuthenticator>(ctx.handle(), std::unordered_set<std::string>(listed.begin(), listed.end()));
+  sock.set(zmq::sockopt::curve_server, 1);
+  sock.set(zmq::sockopt::curve_secretkey, secret);
+  sock.set(zmq::sockopt::zap_domain, "txray");
+  std::fprintf(stderr, "txray collect: CURVE on, %zu client keys allowed\n", listed.size());
+  return zap;
+}
+
+// Handshake failures seen by the socket monitor: each is a peer refused. The first few are logged with
+// the peer's address and libzmq's reason, then only counted.
+void count_monitor_events(zmq::socket_t& mon, CollectStats& stats) {
+  static uint64_t logged = 0;  // the receiving thread only
+  for (zmq::message_t ev; mon.recv(ev, zmq::recv_flags::dontwait);) {
+    zmq::message_t addr;
+    if (ev.more()) (void)mon.recv(addr, zmq::recv_flags::dontwait);
+    if (ev.size() < 6) continue;
+    uint16_t event;
+    uint32_t value;
+    std::memcpy(&event, ev.data(), 2);
+    std::memcpy(&value, static_cast<const char*>(ev.data()) + 2, 4);
+    const char* why = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH       ? "authentication refused"
+                      : event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? "protocol error (no CURVE, wrong key, not ZeroMQ)"
+                      : event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? "handshake failed"
+                                                                      : nullptr;
+    if (!why) continue;
+    ++stats.refused_peers;
+    if (++logged <= 10)
+      std::fprintf(stderr, "txray collect: refused a peer (%.*s): %s, code 0x%x%s\n", static_cast<int>(addr.size()),
+                   static_cast<const char*>(addr.data()), why, value,
+                   logged == 10 ? " (further refused peers are only counted)" : "");
+  }
+}
 
 }  // namespace
 
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats) {
+  if (!check_security(opts)) return 2;
   silence_protobuf_logging();
   // SQLite's allocation statistics take a global mutex on every malloc; the collector never reads them.
   // (Only possible before SQLite initializes; harmless SQLITE_MISUSE otherwise.)
@@ -195,26 +279,42 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   mallopt(M_TOP_PAD, 16 << 20);
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  Db db;
+  zmq::context_t ctx(1);
+  zmq::socket_t sock(ctx, zmq::socket_type::pull);
+  std::unique_ptr<ZapAuthenticator> zap;
+  zmq::socket_t monitor;
   try {
-    db = open_store(opts.db, OpenMode::kCreate);
+    if (!opts.curve_secret_key_file.empty()) zap = setup_curve(opts, ctx, sock);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "txray collect: %s\n", e.what());
     return 2;
   }
-
-  zmq::context_t ctx(1);
-  zmq::socket_t sock(ctx, zmq::socket_type::pull);
   try {
+    sock.set(zmq::sockopt::linger, 0);
+    int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (zmq_socket_monitor(sock.handle(), "inproc://txray-collect-monitor", events) == 0) {
+      monitor = zmq::socket_t(ctx, zmq::socket_type::pair);
+      monitor.set(zmq::sockopt::linger, 0);
+      monitor.connect("inproc://txray-collect-monitor");
+    }
     // libzmq drops the connection of a peer that sends more than this: a hard cap on memory. Messages
     // between max_message_bytes and the cap still arrive, and are counted as oversize by the decoder.
     int64_t cap = static_cast<int64_t>(opts.limits.max_message_bytes) * 2 + 1024;
     sock.set(zmq::sockopt::maxmsgsize, cap);
     sock.set(zmq::sockopt::rcvhwm, 1000);
-    sock.set(zmq::sockopt::linger, 0);
     sock.bind(opts.listen);
   } catch (const zmq::error_t& e) {
     std::fprintf(stderr, "txray collect: cannot listen on %s: %s\n", opts.listen.c_str(), e.what());
+    return 2;
+  }
+
+  // The keys and the endpoint were fine: now the store (so that a refused start creates no file).
+  Db db;
+  try {
+    db = open_store(opts.db, OpenMode::kCreate);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "txray collect: %s\n", e.what());
     return 2;
   }
 
@@ -242,14 +342,43 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   Receiver receiver(opts, stats, queue);
   auto last_status = Clock::now();
   uint64_t prev_recv = 0, prev_stored = 0;
+  // The status line every status_interval_s, from the receiving thread: between receives, and while a
+  // batch waits for the writer (under back-pressure the receiver may wait for long).
+  auto status_tick = [&] {
+    if (opts.status_interval_s <= 0) return;
+    auto now = Clock::now();
+    double secs = std::chrono::duration<double>(now - last_status).count();
+    if (secs < opts.status_interval_s) return;
+    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
+    prev_recv = stats.received_tx;
+    prev_stored = stats.stored_tx;
+    last_status = now;
+  };
+  receiver.on_waiting(status_tick);
+  // Waits up to `wait` for agent messages and takes them; monitor events (refused peers) are counted on
+  // the way and do not end the wait.
   auto recv_for = [&](std::chrono::milliseconds wait) -> bool {
-    zmq::pollitem_t item{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0};
+    auto deadline = Clock::now() + wait;
+    zmq::pollitem_t items[2] = {{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0},
+                                {static_cast<void*>(monitor), 0, ZMQ_POLLIN, 0}};
     try {
-      if (zmq::poll(&item, 1, wait) <= 0) return false;
+      while (true) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() < 0) return false;
+        if (zmq::poll(items, monitor ? 2 : 1, left) <= 0) return false;
+        if (monitor && (items[1].revents & ZMQ_POLLIN)) {
+          count_monitor_events(monitor, stats);
+          if (zap) stats.unlisted_keys = zap->denied();
+        }
+        if (items[0].revents & ZMQ_POLLIN) break;
+      }
       // Take the whole burst before sleeping again: every sleep is a wake-up later, and on a busy
       // machine a wake-up costs milliseconds (and preempts the writer thread).
       int n = 0;
-      for (zmq::message_t msg; n < 1024 && sock.recv(msg, zmq::recv_flags::dontwait); ++n) receiver.handle(msg);
+      for (zmq::message_t msg; n < 1024 && sock.recv(msg, zmq::recv_flags::dontwait); ++n) {
+        receiver.handle(msg);
+        status_tick();
+      }
       return n > 0;
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) return false;  // a signal: the loop looks at `stop`
@@ -259,16 +388,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
 
   while (!stop.load()) {
     recv_for(std::chrono::milliseconds(100));
-    if (opts.status_interval_s > 0) {
-      auto now = Clock::now();
-      double secs = std::chrono::duration<double>(now - last_status).count();
-      if (secs >= opts.status_interval_s) {
-        print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
-        prev_recv = stats.received_tx;
-        prev_stored = stats.stored_tx;
-        last_status = now;
-      }
-    }
+    status_tick();
   }
 
   // Stop requested: take in what libzmq already holds (until the socket has been quiet for a moment),
@@ -278,6 +398,15 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   }
   queue.close();
   writer_thread.join();
+  if (monitor) {
+    count_monitor_events(monitor, stats);
+    zmq_socket_monitor(sock.handle(), nullptr, 0);
+    monitor.close();
+  }
+  if (zap) {
+    stats.unlisted_keys = zap->denied();
+    zap->stop();
+  }
   checkpointer->stop();  // after the last commit: leaves the file with an empty WAL
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
   print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);

@@ -12,8 +12,13 @@
 namespace txray::ingest {
 
 struct CollectOptions {
-  std::string listen;  // ZeroMQ endpoint to bind: tcp://HOST:PORT or ipc://PATH
-  std::string db;      // SQLite file, created when missing
+  std::string listen = "tcp://127.0.0.1:7878";  // ZeroMQ endpoint to bind: tcp://HOST:PORT or ipc://PATH
+  std::string db = "txray.db";                   // SQLite file, created when missing (mode 0600)
+  // CURVE (docs/security.md): the server's secret key file and the client public keys allowed in.
+  // Binding an address other agents could reach needs both, or `insecure`.
+  std::string curve_secret_key_file;
+  std::string allowed_clients_file;
+  bool insecure = false;
   double status_interval_s = 5;  // 0 turns the periodic status line off
   Limits limits;
   size_t queue_batches = 512;                 // decoded batches waiting for the writer
@@ -35,11 +40,15 @@ struct CollectStats {
   std::atomic<uint64_t> lost_tx{0};       // accepted but not stored because SQLite failed
   std::atomic<uint64_t> agent_drops{0};   // sum of the latest drop counters of the agents seen
   std::atomic<uint64_t> links{0};         // HTTP_CALL steps linked to callees
+  std::atomic<uint64_t> truncated_fields{0};  // strings cut to their limit (with a marker), attributes past theirs
+  std::atomic<uint64_t> refused_peers{0};  // connections whose ZeroMQ handshake failed (no/bad CURVE, not ZeroMQ)
+  std::atomic<uint64_t> unlisted_keys{0};  // … of which CURVE clients whose public key is not allowed
 };
 
 // Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then drains what ZeroMQ has
 // already received, stores everything and returns 0. Returns 2 with a message on stderr when the
-// endpoint cannot be bound or the database cannot be opened.
+// endpoint cannot be bound, would be reachable from other machines without authentication, the keys
+// cannot be read, or the database cannot be opened.
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats);
 
 }  // namespace txray::ingest

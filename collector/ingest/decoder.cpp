@@ -2,9 +2,163 @@
 
 #include <google/protobuf/stubs/logging.h>
 
+#include <cstdint>
+
 namespace txray::ingest {
 
 namespace {
+
+// ---- The decoded size, from the wire (estimate_decoded_bytes) ----
+
+enum class Msg { batch, agent, drops, tx, step, summary, attribute };
+
+size_t object_bytes(Msg m) {
+  switch (m) {
+    case Msg::batch: return sizeof(v1::Batch);
+    case Msg::agent: return sizeof(v1::AgentInfo);
+    case Msg::drops: return sizeof(v1::DropCounters);
+    case Msg::tx: return sizeof(v1::Transaction);
+    case Msg::step: return sizeof(v1::Step);
+    case Msg::summary: return sizeof(v1::StepSummary);
+    case Msg::attribute: return sizeof(v1::Attribute);
+  }
+  return 0;
+}
+
+// The nested message a length-delimited field holds, if it is one of the schema's message fields.
+bool child_of(Msg m, uint64_t field, Msg* child) {
+  switch (m) {
+    case Msg::batch:
+      if (field == 1) return *child = Msg::agent, true;
+      if (field == 2) return *child = Msg::drops, true;
+      if (field == 5) return *child = Msg::tx, true;
+      return false;
+    case Msg::tx:
+      if (field == 19) return *child = Msg::step, true;
+      if (field == 20) return *child = Msg::summary, true;
+      if (field == 21) return *child = Msg::attribute, true;
+      return false;
+    case Msg::step:
+      if (field == 11) return *child = Msg::attribute, true;
+      return false;
+    default: return false;
+  }
+}
+
+// Highest field number of each message: anything above is kept by protobuf as an unknown field.
+uint64_t max_field(Msg m) {
+  switch (m) {
+    case Msg::batch: return 5;
+    case Msg::agent: return 10;
+    case Msg::drops: return 5;
+    case Msg::tx: return 22;
+    case Msg::step: return 17;
+    case Msg::summary: return 9;
+    case Msg::attribute: return 2;
+  }
+  return 0;
+}
+
+bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    uint8_t b = *p++;
+    *v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+constexpr size_t kStringBytes = sizeof(std::string) + 8;  // a string object, its pointer, heap rounding
+constexpr size_t kUnknownFieldBytes = 32;                  // an entry of protobuf's unknown field set
+
+bool scan(Msg m, const uint8_t* p, const uint8_t* end, size_t* cost) {
+  *cost += object_bytes(m) + sizeof(void*);
+  while (p < end) {
+    uint64_t tag;
+    if (!read_varint(p, end, &tag)) return false;
+    uint64_t field = tag >> 3;
+    if (field == 0) return false;
+    bool unknown = field > max_field(m);
+    switch (tag & 7) {
+      case 0: {
+        uint64_t v;
+        if (!read_varint(p, end, &v)) return false;
+        if (unknown) *cost += kUnknownFieldBytes;
+        break;
+      }
+      case 1:
+        if (end - p < 8) return false;
+        p += 8;
+        if (unknown) *cost += kUnknownFieldBytes;
+        break;
+      case 5:
+        if (end - p < 4) return false;
+        p += 4;
+        if (unknown) *cost += kUnknownFieldBytes;
+        break;
+      case 2: {
+        uint64_t len;
+        if (!read_varint(p, end, &len) || len > uint64_t(end - p)) return false;
+        Msg child;
+        if (child_of(m, field, &child)) {
+          if (!scan(child, p, p + len, cost)) return false;
+        } else {
+          *cost += kStringBytes + len + (unknown ? kUnknownFieldBytes : 0);
+        }
+        p += len;
+        break;
+      }
+      default: return false;  // groups (never sent by an agent) and invalid wire types
+    }
+  }
+  return true;
+}
+
+// ---- Truncation (truncate_fields) ----
+
+// Cuts `s` to at most `max` bytes, marker included, at a UTF-8 character boundary.
+bool truncate_string(std::string* s, size_t max) {
+  if (s->size() <= max) return false;
+  std::string marker = std::string(kTruncatedMarker) + std::to_string(s->size()) + " bytes]";
+  if (marker.size() > max) {  // an absurdly small limit: no room for the marker
+    marker.clear();
+  }
+  size_t keep = max - marker.size();
+  while (keep > 0 && (static_cast<unsigned char>((*s)[keep]) & 0xC0) == 0x80) --keep;  // not mid-character
+  s->resize(keep);
+  *s += marker;
+  return true;
+}
+
+struct Truncator {
+  const Limits& l;
+  std::string* first;
+  uint64_t count = 0;
+
+  void cut(std::string* s, size_t max, const char* what) {
+    size_t was = s->size();
+    if (!truncate_string(s, max)) return;
+    if (count++ == 0 && first) *first = std::string(what) + " of " + std::to_string(was) + " bytes";
+  }
+
+  template <typename Repeated>
+  void attributes(Repeated* attrs, const char* owner) {
+    int n = attrs->size();
+    if (static_cast<size_t>(n) > l.max_attributes && l.max_attributes > 0) {
+      int keep = static_cast<int>(l.max_attributes) - 1;  // room for the marker attribute
+      attrs->DeleteSubrange(keep, n - keep);
+      auto* marker = attrs->Add();
+      marker->set_key("txray.truncated_attributes");
+      marker->set_value(std::to_string(n - keep));
+      if (count++ == 0 && first) *first = std::string(owner) + " with " + std::to_string(n) + " attributes";
+    }
+    for (auto& a : *attrs) {
+      cut(a.mutable_key(), l.max_name_bytes, "attribute key");
+      cut(a.mutable_value(), l.max_text_bytes, "attribute value");
+    }
+  }
+};
 
 // Returns "" or a description of the first violation; `what` names the field for the message.
 std::string check_size(const std::string& s, size_t max, const char* what) {
@@ -85,15 +239,59 @@ std::string validate_batch(const v1::Batch& b, const Limits& l) {
   return {};
 }
 
+size_t estimate_decoded_bytes(const void* data, size_t size) {
+  size_t cost = 0;
+  auto* p = static_cast<const uint8_t*>(data);
+  return scan(Msg::batch, p, p + size, &cost) ? cost : SIZE_MAX;
+}
+
+uint64_t truncate_fields(v1::Batch& b, const Limits& l, std::string* first) {
+  Truncator t{l, first};
+  if (b.has_agent()) {
+    auto* a = b.mutable_agent();
+    t.cut(a->mutable_host(), l.max_name_bytes, "host");
+    t.cut(a->mutable_program(), l.max_name_bytes, "program");
+    t.cut(a->mutable_app(), l.max_name_bytes, "app");
+    t.cut(a->mutable_agent_version(), l.max_name_bytes, "agent_version");
+    t.cut(a->mutable_mode(), l.max_name_bytes, "mode");
+    t.cut(a->mutable_command_line(), l.max_text_bytes, "command_line");
+  }
+  for (auto& tx : *b.mutable_transactions()) {
+    t.cut(tx.mutable_name(), l.max_name_bytes, "transaction name");
+    t.cut(tx.mutable_client_addr(), l.max_name_bytes, "client_addr");
+    t.cut(tx.mutable_kind(), l.max_name_bytes, "transaction kind");
+    t.cut(tx.mutable_error(), l.max_text_bytes, "transaction error");
+    t.attributes(tx.mutable_attributes(), "transaction");
+    for (auto& s : *tx.mutable_steps()) {
+      t.cut(s.mutable_text(), l.max_text_bytes, "step text");
+      t.cut(s.mutable_error(), l.max_text_bytes, "step error");
+      t.attributes(s.mutable_attributes(), "step");
+    }
+    for (auto& m : *tx.mutable_summary()) t.cut(m.mutable_text(), l.max_text_bytes, "summary text");
+  }
+  return t.count;
+}
+
 DecodeResult decode_batch(const void* data, size_t size, v1::Batch& out, const Limits& limits) {
   if (size > limits.max_message_bytes)
     return {DecodeStatus::kOversize, std::to_string(size) + " bytes (limit " +
                                          std::to_string(limits.max_message_bytes) + ")"};
+  // Before anything is allocated: what parsing would take (and whether the framing holds at all).
+  size_t est = estimate_decoded_bytes(data, size);
+  if (est == SIZE_MAX)
+    return {DecodeStatus::kMalformed, "not a txray.v1.Batch (" + std::to_string(size) + " bytes, bad framing)"};
+  if (est > limits.decoded_limit())
+    return {DecodeStatus::kOversize, std::to_string(size) + " bytes that would decode to about " +
+                                         std::to_string(est >> 20) + " MiB (limit " +
+                                         std::to_string(limits.decoded_limit() >> 20) + " MiB)"};
   out.Clear();
   if (!out.ParseFromArray(data, static_cast<int>(size)))
     return {DecodeStatus::kMalformed, "not a txray.v1.Batch (" + std::to_string(size) + " bytes)"};
+  // Cutting an over-long field loses less than dropping the batch with it.
+  DecodeResult r;
+  r.truncated = truncate_fields(out, limits, &r.reason);
   if (auto e = validate_batch(out, limits); !e.empty()) return {DecodeStatus::kInvalid, e};
-  return {};
+  return r;
 }
 
 void silence_protobuf_logging() {

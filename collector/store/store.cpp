@@ -1,6 +1,11 @@
 #include "store.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "schema_sql.h"  // generated from schema.sql by CMake: kSchemaSql
 
@@ -29,6 +34,20 @@ std::string schema_version(const Db& db, const std::string& path) {
   }
 }
 
+// A new store is created readable and writable by its owner only (0600, whatever the umask): it holds
+// URLs, SQL, client addresses. SQLite gives the -wal and -shm files the mode of the database file.
+// An existing file keeps the mode its owner gave it.
+void create_private(const std::string& path) {
+  if (path.empty() || path[0] == ':' || path.rfind("file:", 0) == 0) return;  // :memory:, URIs
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return;
+    throw StoreError("cannot create " + path + ": " + std::strerror(errno));
+  }
+  ::fchmod(fd, 0600);
+  ::close(fd);
+}
+
 int table_count(const Db& db) {
   Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table'");
   s.step();
@@ -41,6 +60,7 @@ Db open_store(const std::string& path, OpenMode mode) {
   if (path.empty()) throw StoreError("no database file given");
   if (mode == OpenMode::kReadOnly && !file_exists(path)) throw StoreError(path + " does not exist");
 
+  if (mode == OpenMode::kCreate) create_private(path);
   int flags = mode == OpenMode::kCreate ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
   sqlite3* h = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_NOMUTEX, nullptr);

@@ -2,6 +2,8 @@
 // never crash it; whatever it accepts, the store's writer can store.
 #include <gtest/gtest.h>
 
+#include <google/protobuf/arena.h>
+
 #include <random>
 
 #include "decoder.h"
@@ -91,15 +93,86 @@ TEST(Decoder, RejectsWhatTheWriterCannotStore) {
   rejects([](v1::Batch& b) { b.mutable_transactions(0)->mutable_steps(2)->set_kind(v1::STEP_KIND_UNSPECIFIED); },
           "kind 0");
   rejects([](v1::Batch& b) { b.mutable_transactions(0)->set_trace_id("abc"); }, "trace id length");
-  rejects([](v1::Batch& b) { b.mutable_transactions(0)->set_name(std::string(5000, 'n')); }, "long name");
-  rejects([](v1::Batch& b) { b.mutable_transactions(0)->mutable_steps(1)->set_text(std::string(2 << 20, 't')); },
-          "long text");
   rejects([](v1::Batch& b) { b.mutable_transactions(0)->set_start_unix_ns(~0ull); }, "time out of range");
-  rejects(
-      [](v1::Batch& b) {
-        for (int i = 0; i < 300; ++i) b.mutable_transactions(0)->mutable_steps(1)->add_attributes()->set_key("k");
-      },
-      "too many attributes");
+}
+
+// Over-long strings and attribute lists are cut with a marker: the batch is kept, and what was cut says so.
+TEST(Decoder, TruncatesOverlongFieldsWithAMarker) {
+  v1::Batch b = good_batch();
+  b.mutable_transactions(0)->set_name(std::string(5000, 'n'));
+  // A multi-byte character straddling the cut: the result stays valid UTF-8.
+  std::string text(1000, 't');
+  for (int i = 0; i < 600000; ++i) text += "\xc3\xa9";  // é
+  b.mutable_transactions(0)->mutable_steps(1)->set_text(text);
+  for (int i = 0; i < 300; ++i) b.mutable_transactions(1)->mutable_steps(2)->add_attributes()->set_key("k" + std::to_string(i));
+  b.mutable_agent()->set_command_line(std::string(3 << 20, 'c'));
+  std::string bytes = b.SerializeAsString();
+  v1::Batch out;
+  DecodeResult r = decode_batch(bytes.data(), bytes.size(), out);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_EQ(r.truncated, 4u);
+  EXPECT_EQ(r.reason, "command_line of 3145728 bytes");
+  const auto& name = out.transactions(0).name();
+  EXPECT_LE(name.size(), 4096u);
+  const std::string marker = std::string(kTruncatedMarker) + "5000 bytes]";
+  EXPECT_EQ(marker, "\xe2\x80\xa6[truncated from 5000 bytes]");
+  EXPECT_EQ(name.substr(name.size() - marker.size()), marker);
+  const auto& t = out.transactions(0).steps(1).text();
+  EXPECT_LE(t.size(), 1u << 20);
+  EXPECT_GT(t.size(), (1u << 20) - 64);
+  EXPECT_NE(t.find("[truncated from 1201000 bytes]"), std::string::npos);
+  v1::Step copy;
+  EXPECT_TRUE(copy.ParseFromString(out.transactions(0).steps(1).SerializeAsString()));  // still valid UTF-8
+  const auto& attrs = out.transactions(1).steps(2).attributes();
+  ASSERT_EQ(attrs.size(), 256);
+  EXPECT_EQ(attrs[254].key(), "k254");
+  EXPECT_EQ(attrs[255].key(), "txray.truncated_attributes");
+  EXPECT_EQ(attrs[255].value(), "45");
+  // … and the writer stores it.
+  Db db = open_store(":memory:", OpenMode::kCreate);
+  Writer w(db);
+  w.begin();
+  EXPECT_EQ(w.write(out, 1).transactions, 3u);
+  w.commit();
+}
+
+// A message of tiny repeated fields decodes to far more than its size: it is refused before parsing,
+// by an estimate that follows the arena's real use.
+TEST(Decoder, RefusesMessagesThatWouldDecodeToTooMuch) {
+  v1::Batch b = good_batch(1, 10);
+  std::string bytes = b.SerializeAsString();
+  // 2,000,000 empty steps (3 bytes each on the wire) appended to transaction 0 by hand.
+  v1::Transaction tx = b.transactions(0);
+  std::string tx_bytes = tx.SerializeAsString();
+  for (int i = 0; i < 2000000; ++i) tx_bytes += std::string("\x9a\x01\x00", 3);  // field 19 (2-byte tag), length 0
+  v1::Batch head = b;
+  head.clear_transactions();
+  std::string msg = head.SerializeAsString();
+  msg += '\x2a';  // field 5, length-delimited
+  for (uint64_t n = tx_bytes.size(); ; n >>= 7) {  // varint length
+    if (n < 0x80) { msg += char(n); break; }
+    msg += char((n & 0x7f) | 0x80);
+  }
+  msg += tx_bytes;
+  size_t est = estimate_decoded_bytes(msg.data(), msg.size());
+  EXPECT_GT(est, 20 * msg.size());  // ~6 MB on the wire
+  Limits l;
+  l.max_decoded_bytes = 100u << 20;
+  DecodeResult r = decode(msg, l);
+  EXPECT_EQ(r.status, DecodeStatus::kOversize);
+  EXPECT_NE(r.reason.find("would decode to"), std::string::npos) << r.reason;
+
+  // The estimate against the arena's real use, on ordinary batches: never far below it.
+  for (int steps : {2, 10, 200}) {
+    std::string ok = good_batch(50, steps).SerializeAsString();
+    google::protobuf::Arena arena;
+    auto* parsed = google::protobuf::Arena::CreateMessage<v1::Batch>(&arena);
+    ASSERT_TRUE(parsed->ParseFromString(ok));
+    size_t used = static_cast<size_t>(arena.SpaceUsed());
+    size_t e = estimate_decoded_bytes(ok.data(), ok.size());
+    EXPECT_GT(e, used / 2) << steps << " steps: estimate " << e << " used " << used;
+    EXPECT_LT(e, used * 4) << steps << " steps: estimate " << e << " used " << used;
+  }
 }
 
 // Random bytes, and valid messages with flipped bits, cut short or spliced: the decoder returns a

@@ -41,6 +41,8 @@ struct Args {
   uint64_t instance_id = 0x1234567890abcdefull;
   uint64_t garbage = 0, invalid = 0, oversize = 0, oversize_bytes = (3u << 20) / 2;
   uint64_t drops = 0;
+  uint64_t hostile = 0, hostile_steps = 20000000;  // 3 bytes each on the wire: 60 MB, under the 64 MiB limit
+  uint64_t long_text_bytes = 0;
   bool print_txids = false;
   bool linked = false;
   bool raw_no_checkpoint = false;
@@ -246,6 +248,13 @@ int main(int argc, char** argv) {
   app.add_option("--invalid", a.invalid, "well-formed protobuf that breaks the rules (bad parent) to send");
   app.add_option("--oversize", a.oversize, "oversized messages to send");
   app.add_option("--oversize-bytes", a.oversize_bytes, "size of each oversized message");
+  app.add_option("--hostile", a.hostile,
+                 "messages to send first that are small on the wire but huge once decoded (one transaction of "
+                 "--hostile-steps empty steps, 3 bytes each)");
+  app.add_option("--hostile-steps", a.hostile_steps, "empty steps per --hostile message");
+  app.add_option("--long-text-bytes", a.long_text_bytes,
+                 "make the first step text of each well-formed transaction this long (past the collector's limit, "
+                 "it is truncated)");
   app.add_option("--drops", a.drops, "queue_full drops reported in the last batch (send_failed: half)");
   app.add_flag("--print-txids", a.print_txids, "list the txids sent");
   app.add_flag("--raw-no-checkpoint", a.raw_no_checkpoint, "with --raw-sqlite: no automatic WAL checkpoint at the commit");
@@ -261,6 +270,10 @@ int main(int argc, char** argv) {
   }
 
   auto batches = generate(a);
+  if (a.long_text_bytes > 0)
+    for (auto& b : batches)
+      for (auto& tx : *b.mutable_transactions())
+        if (tx.steps_size() > 1) tx.mutable_steps(1)->set_text(std::string(a.long_text_bytes, 'L'));
   double secs;
   if (!a.raw_db.empty()) {
     secs = raw_insert(a, batches);
@@ -273,6 +286,24 @@ int main(int argc, char** argv) {
       std::string m(1 + rng() % 4096, '\0');
       for (auto& c : m) c = static_cast<char>(rng());
       messages.push_back(std::move(m));
+    }
+    if (a.hostile > 0) {
+      // Written by hand: building it with protobuf objects would take the memory it is meant to cost.
+      std::string tx = "\x09" + std::string(8, '\x01');  // txid (fixed64, field 1)
+      tx.reserve(tx.size() + a.hostile_steps * 3);
+      for (uint64_t i = 0; i < a.hostile_steps; ++i) tx += std::string("\x9a\x01\x00", 3);  // steps {} (field 19)
+      auto head = txray::testing::make_batch({}, 1);
+      std::string m = head.SerializeAsString();
+      m += '\x2a';  // transactions (field 5), then its length as a varint
+      for (uint64_t n = tx.size();; n >>= 7) {
+        if (n < 0x80) {
+          m += static_cast<char>(n);
+          break;
+        }
+        m += static_cast<char>((n & 0x7f) | 0x80);
+      }
+      m += tx;
+      for (uint64_t i = 0; i < a.hostile; ++i) messages.push_back(m);
     }
     for (uint64_t i = 0; i < a.invalid; ++i) {
       auto b = batches.empty() ? txray::testing::make_batch({}, 1) : batches[0];

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "fd_table.h"
 #include "recorder.h"
 #include "transaction.h"
+#include "transport/curve_client.h"
 #include "transport/own_fd.h"
 #include "transport/transport.h"
 #include "transport/zmtp.h"
@@ -53,9 +55,16 @@ int in_child(Fn fn) {
 
 class Pull {
  public:
-  Pull() : endpoint("ipc:///tmp/txray-zmtp-test-" + std::to_string(getpid()) + ".sock") {
+  // curve_secret: a z85 server secret key to be a CURVE server (no ZAP handler: any client key).
+  explicit Pull(const char* curve_secret = nullptr)
+      : endpoint("ipc:///tmp/txray-zmtp-test-" + std::to_string(getpid()) + ".sock") {
     ctx_ = zmq_ctx_new();
     sock_ = zmq_socket(ctx_, ZMQ_PULL);
+    if (curve_secret) {
+      int on = 1;
+      zmq_setsockopt(sock_, ZMQ_CURVE_SERVER, &on, sizeof on);
+      zmq_setsockopt(sock_, ZMQ_CURVE_SECRETKEY, curve_secret, 40);
+    }
     zmq_bind(sock_, endpoint.c_str());
   }
   ~Pull() {
@@ -122,6 +131,44 @@ TEST(Zmtp, LibzmqPullReceivesSmallAndLargeMessages) {
   ASSERT_TRUE(push.send("", 0, in_ms(5000)));
   EXPECT_EQ(pull.receive(), "");
   EXPECT_TRUE(push.check());
+}
+
+// CURVE (curve_client.h) against libzmq's own CURVE server: the handshake, then messages of every size
+// sealed and opened; a wrong server key fails the handshake instead of sending in clear text.
+TEST(Zmtp, CurveToALibzmqCurveServer) {
+  char spub[41], ssec[41], cpub[41], csec[41];
+  ASSERT_EQ(zmq_curve_keypair(spub, ssec), 0);
+  ASSERT_EQ(zmq_curve_keypair(cpub, csec), 0);
+  uint8_t S[32], C[32], c[32], derived[32];
+  ASSERT_TRUE(z85_decode_key(spub, S));
+  ASSERT_TRUE(z85_decode_key(cpub, C));
+  ASSERT_TRUE(z85_decode_key(csec, c));
+  derive_public_key(c, derived);
+  EXPECT_EQ(memcmp(derived, C, 32), 0);
+  EXPECT_FALSE(z85_decode_key("too short", S + 0));
+  Pull pull(ssec);
+  ZmtpPush push;
+  push.use_curve(S, C, c);
+  ASSERT_TRUE(push.open(parsed(pull.endpoint), in_ms(5000))) << push.error();
+  EXPECT_EQ(push.peer_socket_type(), "PULL");
+  std::string small = "hello", large(300'000, 'y');
+  for (int i = 0; i < 3; ++i) {  // nonces go on across messages
+    ASSERT_TRUE(push.send(small.data(), small.size(), in_ms(5000)));
+    EXPECT_EQ(pull.receive(), small);
+  }
+  std::thread t([&] { EXPECT_TRUE(push.send(large.data(), large.size(), in_ms(10000))); });
+  EXPECT_EQ(pull.receive(), large);
+  t.join();
+  ASSERT_TRUE(push.send("", 0, in_ms(5000)));
+  EXPECT_EQ(pull.receive(), "");
+
+  ZmtpPush wrong;
+  uint8_t other[32];
+  memcpy(other, S, 32);
+  other[0] ^= 1;
+  wrong.use_curve(other, C, c);
+  EXPECT_FALSE(wrong.open(parsed(pull.endpoint), in_ms(3000)));
+  EXPECT_FALSE(wrong.is_open());
 }
 
 TEST(Zmtp, RefusedAndNonZmqPeersFailWithoutWaiting) {
