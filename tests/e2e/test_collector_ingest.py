@@ -126,8 +126,9 @@ class CollectorIngest(TxrayTestCase):
     def test_bad_arguments_exit_2(self):
         def run(*args):
             return subprocess.run([TXRAY, "collect", *args], capture_output=True, text=True, timeout=30)
-        self.assertEqual(run("--db", os.path.join(self.tmp, "x.db")).returncode, 2)  # no --listen
-        r = run("--listen", "bogus://nowhere", "--db", os.path.join(self.tmp, "x.db"))
+        # (no --listen: the loopback default, tests/e2e/test_security.py)
+        self.assertEqual(run("--db", os.path.join(self.tmp, "x.db"), "--max-message-mib", "0").returncode, 2)
+        r = run("--listen", "bogus://nowhere", "--insecure", "--db", os.path.join(self.tmp, "x.db"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("cannot listen", r.stderr)
         foreign = os.path.join(self.tmp, "foreign.db")
