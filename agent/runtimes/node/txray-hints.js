@@ -7,8 +7,9 @@
 // to the reserved descriptor 2147483600, which the agent's write hook takes without a system call and
 // answers in place. Without the agent the kernel answers EBADF and the shim switches itself off for good.
 //   - at load:                     Hnode
-//   - each inbound request start:  R<fd>:<n>  (n = the request's number on its connection, 1-based);
-//                                  the reply (a token) is kept in the request's async context
+//   - each inbound request start:  {fd, n} kept in the request's async context (n = the request's number
+//                                  on its connection, 1-based); R<fd>:<n> asks for its token at its first
+//                                  outbound call
 //   - each outbound request:       O<outfd>:<fd>:<token> right before its head is written on outfd
 //     http/https ClientRequest: in its 'socket' event (the head is flushed right after it), or at the
 //       socket's 'connect' when the socket is still connecting (the write waits for 'connect' too, and
@@ -107,22 +108,33 @@ function install() {
   const kRequests = Symbol('txray.requests');  // on an inbound socket: requests started on it
   const kContext = Symbol('txray.context');    // on an outbound request: {fd, token} or null
 
-  // Inbound: the request's token, in its async context (null: the agent follows no such request).
+  // Inbound: which request this is ({fd, n}: the n-th on connection fd), in its async context. Its token
+  // is asked for (R) only when the request makes its first outbound call: a request that calls nothing
+  // costs no hint. Asked later, R still names this very request — the agent answers zeros if it is no
+  // longer the one in flight on fd.
   subscribe('http.server.request.start', guarded(({ request, socket }) => {
     const s = socket || request.socket;
     const n = (s[kRequests] = (s[kRequests] || 0) + 1);
     const fd = fdOf(s);
-    let ctx = null;
-    if (fd >= 0 && hint('R' + fd + ':' + n)) {
-      const t = token();
-      if (t !== null && t !== NO_TOKEN) ctx = { fd, token: t };
-    }
-    als.enterWith(ctx);
+    als.enterWith(fd >= 0 ? { fd, n, token: undefined } : null);
   }));
+
+  // The request's token ('' when the agent follows no such request).
+  function tokenOf(ctx) {
+    if (ctx.token === undefined) {
+      ctx.token = '';
+      if (hint('R' + ctx.fd + ':' + ctx.n)) {
+        const t = token();
+        if (t !== null && t !== NO_TOKEN) ctx.token = t;
+      }
+    }
+    return ctx.token;
+  }
 
   function sendOutbound(socket, ctx) {
     const outfd = fdOf(socket);
-    if (outfd >= 0) hint('O' + outfd + ':' + ctx.fd + ':' + ctx.token);
+    const t = outfd >= 0 ? tokenOf(ctx) : '';
+    if (t) hint('O' + outfd + ':' + ctx.fd + ':' + t);
   }
 
   const onConnect = guarded(function () { sendOutbound(this, this[kContext]); });
