@@ -30,6 +30,18 @@ void fill_greeting(uint8_t* g, bool curve) {
   else std::memcpy(g + 12, "NULL", 4);
 }
 
+// A frame's flags and size (short up to 255 bytes, else long); returns the head's length.
+size_t frame_head(uint8_t flags, size_t n, uint8_t head[9]) {
+  if (n <= 255) {
+    head[0] = flags;
+    head[1] = uint8_t(n);
+    return 2;
+  }
+  head[0] = flags | kFlagLong;
+  for (int i = 0; i < 8; ++i) head[1 + i] = uint8_t(uint64_t(n) >> (56 - 8 * i));
+  return 9;
+}
+
 // The ZMTP properties of a PUSH socket: Socket-Type = PUSH (READY's body after its name, and CURVE's
 // INITIATE metadata).
 size_t fill_properties(uint8_t* out) {
@@ -209,17 +221,21 @@ void ZmtpPush::use_curve(const uint8_t server_public[32], const uint8_t client_p
 // A command frame (short or long) with `body`.
 bool ZmtpPush::write_command(const void* body, size_t n, uint64_t deadline_ns) {
   uint8_t head[9];
-  size_t hl;
-  if (n <= 255) {
-    head[0] = kFlagCommand;
-    head[1] = uint8_t(n);
-    hl = 2;
-  } else {
-    head[0] = kFlagCommand | kFlagLong;
-    for (int i = 0; i < 8; ++i) head[1 + i] = uint8_t(uint64_t(n) >> (56 - 8 * i));
-    hl = 9;
-  }
-  return write_all(head, hl, body, n, deadline_ns);
+  return write_all(head, frame_head(kFlagCommand, n, head), body, n, deadline_ns);
+}
+
+// Sends `mine` (this side's greeting, maybe with a first command after it) and checks the collector's
+// greeting: ZMTP 3.x with `mechanism`; `mismatch` is the failure when the mechanism differs.
+bool ZmtpPush::greet(const uint8_t* mine, size_t n, const char* mechanism, const char* mismatch,
+                     uint64_t deadline_ns) {
+  if (!write_all(mine, n, nullptr, 0, deadline_ns)) return false;
+  uint8_t peer[kGreetingSize];
+  if (!read_exact(peer, kGreetingSize, deadline_ns)) return false;
+  if (peer[0] != 0xFF || peer[9] != 0x7F) return fail("the collector endpoint does not speak ZMTP");
+  if (peer[10] < 3) return fail("the collector speaks a ZMTP older than 3.0");
+  size_t ml = std::strlen(mechanism);
+  if (std::memcmp(peer + 12, mechanism, ml) != 0 || peer[12 + ml] != 0) return fail(mismatch);
+  return true;
 }
 
 // The next frame, which must be a command of at most `cap` bytes.
@@ -250,12 +266,8 @@ bool ZmtpPush::handshake_curve(uint64_t deadline_ns) {
   if (!curve_.init(curve_keys_, curve_keys_ + 32, curve_keys_ + 64)) return fail("libsodium unusable");
   uint8_t mine[kGreetingSize];
   fill_greeting(mine, true);
-  if (!write_all(mine, kGreetingSize, nullptr, 0, deadline_ns)) return false;
-  uint8_t peer[kGreetingSize];
-  if (!read_exact(peer, kGreetingSize, deadline_ns)) return false;
-  if (peer[0] != 0xFF || peer[9] != 0x7F) return fail("the collector endpoint does not speak ZMTP");
-  if (peer[10] < 3) return fail("the collector speaks a ZMTP older than 3.0");
-  if (std::memcmp(peer + 12, "CURVE\0", 6) != 0) return fail("the collector does not use CURVE (TXRAY_SERVER_KEY is set)");
+  if (!greet(mine, kGreetingSize, "CURVE", "the collector does not use CURVE (TXRAY_SERVER_KEY is set)", deadline_ns))
+    return false;
   uint8_t hello[CurveClient::kHelloSize];
   if (!curve_.hello(hello) || !write_command(hello, sizeof hello, deadline_ns)) return fail("cannot send HELLO");
   uint8_t body[512];
@@ -279,14 +291,8 @@ bool ZmtpPush::handshake(uint64_t deadline_ns) {
   if (curve_on_) return handshake_curve(deadline_ns);
   uint8_t mine[kGreetingSize + 64];
   fill_greeting(mine, false);
-
   size_t n = kGreetingSize + fill_ready(mine + kGreetingSize);
-  if (!write_all(mine, n, nullptr, 0, deadline_ns)) return false;
-  uint8_t peer[kGreetingSize];
-  if (!read_exact(peer, kGreetingSize, deadline_ns)) return false;
-  if (peer[0] != 0xFF || peer[9] != 0x7F) return fail("the collector endpoint does not speak ZMTP");
-  if (peer[10] < 3) return fail("the collector speaks a ZMTP older than 3.0");
-  if (std::memcmp(peer + 12, "NULL\0", 5) != 0) return fail("the collector asks for a security mechanism");
+  if (!greet(mine, n, "NULL", "the collector asks for a security mechanism", deadline_ns)) return false;
   uint8_t flags, len1;
   if (!read_exact(&flags, 1, deadline_ns)) return false;
   if (!(flags & kFlagCommand) || (flags & kFlagLong)) return fail("unexpected first frame from the collector");
@@ -378,18 +384,8 @@ bool ZmtpPush::send(const void* data, size_t n, uint64_t deadline_ns) {
     n = sealed_.size();
   }
   uint8_t head[9];
-  size_t hl;
-  if (n <= 255) {
-    head[0] = 0;
-    head[1] = uint8_t(n);
-    hl = 2;
-  } else {
-    head[0] = kFlagLong;
-    for (int i = 0; i < 8; ++i) head[1 + i] = uint8_t(uint64_t(n) >> (56 - 8 * i));
-    hl = 9;
-  }
   static_assert(kFlagMore == 1, "single-frame messages never set MORE");
-  return write_all(head, hl, data, n, deadline_ns);
+  return write_all(head, frame_head(0, n, head), data, n, deadline_ns);
 }
 
 }  // namespace txray::transport

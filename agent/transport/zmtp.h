@@ -77,6 +77,7 @@ class ZmtpPush {
   bool handshake(uint64_t deadline_ns);
   bool handshake_curve(uint64_t deadline_ns);
   bool write_command(const void* body, size_t n, uint64_t deadline_ns);
+  bool greet(const uint8_t* mine, size_t n, const char* mechanism, const char* mismatch, uint64_t deadline_ns);
   bool read_command(uint8_t* body, size_t cap, size_t* n, uint64_t deadline_ns);
   bool write_all(const void* a, size_t an, const void* b, size_t bn, uint64_t deadline_ns);
   bool read_exact(void* buf, size_t n, uint64_t deadline_ns);
