@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libunwind-dev libprotobuf-dev protobuf-compiler
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libsodium-dev
   libsqlite3-dev sqlite3
   qt6-base-dev libqt6sql6-sqlite libgl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -14,6 +14,8 @@ PKGS=(
   zlib1g-dev libcurl4-openssl-dev libssl-dev libpq-dev
   postgresql-15 postgresql-client-15
   curl python3 procps
+  nginx openjdk-17-jdk-headless   # fronts of the attribution tests (tests/e2e/test_attr_*.py)
+  nodejs                          # bench/node_hints (Node.js >= 18; the machine has 20)
   chromium
   clang libclang-rt-14-dev
 )

@@ -70,6 +70,10 @@ Config parse_config(const char* (*get)(const char*)) {
     c.problems += std::string("TXRAY_MAX_STEPS='") + v + "' is not a number in 3..1000000; ";
   if (const char* v = get("TXRAY_QUEUE"); v && *v && !parse_u32(v, 2, 1u << 22, &c.queue_capacity))
     c.problems += std::string("TXRAY_QUEUE='") + v + "' is not a number in 2..4194304; ";
+  if (const char* v = get("TXRAY_FD_TABLE"); v && *v) {
+    if (!std::strcmp(v, "shared")) c.shared_fd_table = true;
+    else if (std::strcmp(v, "private") != 0) c.problems += std::string("TXRAY_FD_TABLE='") + v + "' is not private|shared; ";
+  }
   if (const char* v = get("TXRAY_DEBUG"); v && *v && std::strcmp(v, "0") != 0) c.debug = true;
   for (auto [name, key] : {std::pair{"TXRAY_SERVER_KEY", &c.server_key}, {"TXRAY_CLIENT_SECRET_KEY", &c.client_secret_key},
                            {"TXRAY_CLIENT_PUBLIC_KEY", &c.client_public_key}}) {

@@ -15,6 +15,7 @@ struct Config {
   uint32_t max_steps = 1000;                       // TXRAY_MAX_STEPS (rows per transaction, >= 3)
   uint32_t queue_capacity = 4096;                  // TXRAY_QUEUE (finished transactions, >= 2)
   bool debug = false;                              // TXRAY_DEBUG=1: agent problems on stderr
+  bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE
   std::string client_secret_key;  // TXRAY_CLIENT_SECRET_KEY: this agent's secret key

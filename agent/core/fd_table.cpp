@@ -5,6 +5,10 @@
 namespace txray::fds {
 
 std::atomic<FdSlot*> g_chunks[kChunks];
+std::atomic<int> g_chunks_used{0};
+std::atomic<uint32_t> g_agent_opening{0};
+std::atomic<int> g_closed_lo{0};
+std::atomic<int> g_closed_hi{-1};
 
 FdSlot* get(int fd) {
   if (fd < 0 || fd >= (kChunks << kChunkBits)) return nullptr;
@@ -15,18 +19,17 @@ FdSlot* get(int fd) {
     if (!fresh) return nullptr;
     if (cell.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) chunk = fresh;
     else delete[] fresh;  // another thread won; chunk now holds its array
+    // Walks (for_each_used: fork, close_range, exit) look at chunks below this only: reading all 4096
+    // chunk pointers would fault 8 untouched pages into every forked child.
+    int want = (fd >> kChunkBits) + 1;
+    for (int cur = g_chunks_used.load(); cur < want && !g_chunks_used.compare_exchange_weak(cur, want);) {
+    }
   }
   return &chunk[fd & ((1 << kChunkBits) - 1)];
 }
 
 void mark_agent(int fd) {
   if (FdSlot* s = get(fd)) s->kind.store(FdKind::agent, std::memory_order_release);
-}
-
-void forget_agent_marks() {
-  for_each_used(0, (kChunks << kChunkBits) - 1, [](int, FdSlot& s) {
-    if (s.kind.load(std::memory_order_relaxed) == FdKind::agent) s.kind.store(FdKind::none);
-  });
 }
 
 }  // namespace txray::fds

@@ -20,7 +20,7 @@ enum class FdKind : uint8_t {
   none = 0,
   inbound = 1,   // accepted connection, watched for HTTP requests
   outbound = 2,  // connected by the program (AF_INET/AF_INET6): bytes counted, SOCKET_CLOSE at close
-  agent = 3,     // owned by the agent (libzmq's sockets, eventfds, epoll): the program cannot close it
+  agent = 3,     // owned by the agent (its collector connection): the program cannot close or dup2 over it
 };
 
 struct FdSlot {
@@ -52,6 +52,7 @@ constexpr int kChunkBits = 10;
 constexpr int kChunks = 4096;  // 4 M descriptors
 
 extern std::atomic<FdSlot*> g_chunks[kChunks];
+extern std::atomic<int> g_chunks_used;  // 1 + the highest chunk index ever allocated (walks stop there)
 
 // The slot of fd if its chunk exists, else nullptr. Never allocates.
 inline FdSlot* peek(int fd) {
@@ -69,15 +70,30 @@ inline FdKind kind_of(int fd) {
   return s ? s->kind.load(std::memory_order_relaxed) : FdKind::none;
 }
 
-// Marks fd as the agent's own / forgets the agent's mark.
+// Marks fd as the agent's own (agent/transport/own_fd.h holds and releases them).
 void mark_agent(int fd);
-// After fork in the child: the parent's agent descriptors are not the child's transport; forget them.
-void forget_agent_marks();
+
+// When the agent's descriptor lives in the program's table: between the agent thread's socket() and
+// the move of that socket to the top of the table, the number it got is unmarked. The program's close,
+// close_range, closefrom, dup2 and dup3 hooks call note_program_close(lo, hi) first with the numbers they
+// close, so that the agent can tell whether its number may have changed hands meanwhile.
+extern std::atomic<uint32_t> g_agent_opening;
+extern std::atomic<int> g_closed_lo;  // the lowest and highest number closed while g_agent_opening
+extern std::atomic<int> g_closed_hi;
+inline void note_program_close(int lo, int hi) {
+  if (__builtin_expect(g_agent_opening.load(std::memory_order_seq_cst) == 0, 1)) return;
+  for (int cur = g_closed_lo.load(); lo < cur && !g_closed_lo.compare_exchange_weak(cur, lo);) {
+  }
+  for (int cur = g_closed_hi.load(); hi > cur && !g_closed_hi.compare_exchange_weak(cur, hi);) {
+  }
+}
+
 // Calls fn(fd, slot) for every slot whose kind is not none (fork handling, close_range).
 template <typename Fn>
 void for_each_used(int first, int last, Fn fn) {
   if (first < 0) first = 0;
-  for (int c = first >> kChunkBits; c < kChunks && (c << kChunkBits) <= last; ++c) {
+  int used = g_chunks_used.load(std::memory_order_acquire);
+  for (int c = first >> kChunkBits; c < used && (c << kChunkBits) <= last; ++c) {
     FdSlot* chunk = g_chunks[c].load(std::memory_order_acquire);
     if (!chunk) continue;
     for (int i = 0; i < (1 << kChunkBits); ++i) {

@@ -1,6 +1,9 @@
 #include "http_out.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -14,11 +17,17 @@
 #include "http_client.h"
 #include "http_inject.h"
 #include "recorder.h"
+#include "transaction.h"
 #include "unattributed.h"
 
 namespace txray {
 
 struct HttpClientConn {
+  // Held while one thread works on this state: a client may write a request on one thread and read its
+  // response on another (the JDK's HttpClient writes from worker threads and reads on its selector
+  // thread, which may still be in the read hook when the next request goes out).
+  std::atomic_flag busy;
+  std::atomic<uint32_t> holder{0};  // tid of the thread holding `busy`
   HttpClientTracker tracker;
   HeaderInjector inj;
   CallSink sink;
@@ -71,6 +80,41 @@ HttpClientConn* http_conn(FdSlot* s) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
   return (c && !c->tracker.opaque()) ? c : nullptr;
 }
+
+// The connection's state for the calling thread while it lives. Another thread holds it for a few
+// microseconds at most, unless it was descheduled in between: then this waits, yielding, for up to a few
+// thousand turns — a missed response would leave the tracker one response behind for the connection's
+// life. The holder being this very thread (a signal handler interrupted it) skips at once. A skip is
+// counted.
+class Busy {
+ public:
+  explicit Busy(HttpClientConn* c) {
+    if (!c) return;
+    uint32_t me = tx::this_tid();
+    for (int i = 0; i < 4096; ++i) {
+      if (!c->busy.test_and_set(std::memory_order_acquire)) {
+        c->holder.store(me, std::memory_order_relaxed);
+        c_ = c;
+        return;
+      }
+      if (c->holder.load(std::memory_order_relaxed) == me) break;
+      if (i >= 8) sched_yield();
+    }
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Busy() {
+    if (c_) {
+      c_->holder.store(0, std::memory_order_relaxed);
+      c_->busy.clear(std::memory_order_release);
+    }
+  }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+  explicit operator bool() const { return c_ != nullptr; }
+
+ private:
+  HttpClientConn* c_ = nullptr;
+};
 
 // A row opened for a request whose head never went out completely ends here, failed.
 void drop_preopened(HttpClientConn* c) {
@@ -130,7 +174,8 @@ uint64_t claim_curl_span(std::string_view url) {
 }
 
 void set_owner(FdSlot* s, const ReqRef& r) {
-  if (HttpClientConn* c = s->client.load(std::memory_order_acquire)) c->sink.owner = r;
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  if (Busy b(c); b) c->sink.owner = r;
 }
 
 // The transaction a request starting now on a connection belongs to: its owner when one was named (and
@@ -141,7 +186,9 @@ Transaction* call_tx(ReqRef& owner_ref, bool consume) {
   if (consume) owner_ref = ReqRef{};
   if (!owner.valid()) return rec::current();
   if (Transaction* t = attr::resolve(owner)) return t;
-  return unattr::container();
+  // The owner is over (or another thread's). An event loop cannot tell who writes now; a
+  // thread-per-request thread can: its own request (a pooled connection opened by an earlier one).
+  return attr::event_loop() ? unattr::container() : rec::current();
 }
 
 void on_connect(FdSlot* s, std::string_view addr, int port) {
@@ -156,6 +203,11 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
     }
     s->client.store(c, std::memory_order_release);
   }
+  Busy b(c);
+  if (!b) {
+    errno = saved;
+    return;
+  }
   c->tracker = HttpClientTracker{};
   c->inj.clear();
   drop_preopened(c);
@@ -169,7 +221,8 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
 bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_fn, void* ctx, ssize_t* result) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
   if (!c) return false;
-  if (c->tracker.opaque() && !c->inj.has_pending()) return false;
+  Busy b(c);  // held across the real write: the request's bytes and the tracker move together
+  if (!b || (c->tracker.opaque() && !c->inj.has_pending())) return false;
   size_t n0;
   const char* p0 = first_bytes(iov, cnt, &n0);
   int saved = errno;
@@ -248,7 +301,8 @@ void on_sent(FdSlot* s, const char* p, size_t n) {
 
 void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   HttpClientConn* c = http_conn(s);
-  if (!c) return;
+  Busy b(c);
+  if (!b) return;
   int saved = errno;
   feed_sent(c, iov, cnt, n, 0);
   errno = saved;
@@ -256,7 +310,8 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
 
 void on_sent_opaque(FdSlot* s, uint64_t n) {
   HttpClientConn* c = http_conn(s);
-  if (!c) return;
+  Busy b(c);
+  if (!b) return;
   int saved = errno;
   c->tracker.on_sent_opaque(n, c->sink);
   errno = saved;
@@ -264,7 +319,8 @@ void on_sent_opaque(FdSlot* s, uint64_t n) {
 
 void on_received(FdSlot* s, const char* p, size_t n) {
   HttpClientConn* c = http_conn(s);
-  if (!c) return;
+  Busy b(c);
+  if (!b) return;
   int saved = errno;
   c->tracker.on_received(p, n, c->sink);
   errno = saved;
@@ -280,7 +336,8 @@ void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
 
 void on_eof(FdSlot* s) {
   HttpClientConn* c = http_conn(s);
-  if (!c) return;
+  Busy b(c);
+  if (!b) return;
   int saved = errno;
   c->tracker.on_end(c->sink);
   errno = saved;
@@ -288,7 +345,8 @@ void on_eof(FdSlot* s) {
 
 void on_close(FdSlot* s) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
-  if (!c) return;
+  Busy b(c);
+  if (!b) return;
   int saved = errno;
   if (!c->tracker.opaque()) c->tracker.on_end(c->sink);
   drop_preopened(c);

@@ -105,12 +105,14 @@ bool usable(const StepRef& s) {
 }
 
 StepRef open(Transaction* tx, StepKind kind) {
+  if (unattr::is_container(tx)) unattr::rotate_if_full();
   Section sec(tx);
   if (!sec) return {};
   return make_ref(tx, rows::add(tx, kind, true));
 }
 
 StepRef add(Transaction* tx, StepKind kind, std::string_view text) {
+  if (unattr::is_container(tx)) unattr::rotate_if_full();
   Section sec(tx);
   if (!sec) return {};
   int32_t i = rows::add(tx, kind, false);

@@ -91,14 +91,13 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
     s->kind.store(FdKind::outbound, std::memory_order_release);
     http_out::on_connect(s, addr, port);
     if (Transaction* t = rec::current()) {
-      // On an event loop, the request handled now owns the connection's first request and its close
-      // (attribution.h); a thread-per-request thread's own request is right for both anyway.
-      if (attr::event_loop()) {
-        ReqRef owner = attr::ref_of(t);
-        s->owner_fd = owner.fd;
-        s->owner_txid = owner.txid;
-        http_out::set_owner(s, owner);
-      }
+      // The request handled now owns the connection's first request and its close (attribution.h):
+      // nginx connects in one request's handler and writes when the connect completes, maybe after it
+      // read others — and maybe before its worker has turned out to be an event loop.
+      ReqRef owner = attr::ref_of(t);
+      s->owner_fd = owner.fd;
+      s->owner_txid = owner.txid;
+      http_out::set_owner(s, owner);
       ref = rec::open(t, StepKind::SOCKET);
       if (ref) {
         char port_s[16];

@@ -1,5 +1,6 @@
 #include "unattributed.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <new>
@@ -12,6 +13,7 @@ namespace {
 
 std::atomic<Transaction*> g_container{nullptr};
 constexpr uint64_t kMaxWaitForOpenNs = 10'000'000'000ull;
+constexpr uint64_t kMaxRows = 100'000;
 
 }  // namespace
 
@@ -22,6 +24,9 @@ Transaction* container() {
   Transaction* fresh = tx::begin("unattributed steps", "unattributed");
   fresh->mt = true;
   fresh->flat = true;
+  // Sent every second, but only when no call in it is open, which under load may take a while: room
+  // for many rows before anything is folded (rotate_if_full sends it earlier when it can).
+  fresh->max_rows = uint32_t(std::min<uint64_t>(uint64_t(fresh->max_rows) * 16, kMaxRows));
   Transaction* expected = nullptr;
   if (!g_container.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
     delete fresh;
@@ -44,6 +49,22 @@ void rotate(bool final) {
     bool open = false;
     for (const Step& s : c->steps) open |= s.open;
     if (open && !final && clock::mono_ns() - c->start_mono_ns < kMaxWaitForOpenNs) return;
+    out = new (std::nothrow) Transaction;
+    if (!out) return;
+    tx::take_over(c, out);
+  }
+  tx::end(out, 0, "");
+}
+
+void rotate_if_full() {
+  Transaction* c = g_container.load(std::memory_order_acquire);
+  if (!c || c->rows + 2 < c->max_rows) return;  // unlocked peek: a stale answer only delays by one step
+  Transaction* out = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);
+    if (!lock.owns_lock() || c->rows + 2 < c->max_rows) return;
+    for (const Step& s : c->steps)
+      if (s.open) return;  // a call still open: it folds, as in any transaction
     out = new (std::nothrow) Transaction;
     if (!out) return;
     tx::take_over(c, out);

@@ -22,6 +22,11 @@ bool is_container(const Transaction* t);
 // starts it again. Waits while a call in it is still open, for at most ~10 s unless `final` (exit).
 void rotate(bool final);
 
+// Host thread, before a step goes into the container: when it is (nearly) full, sends it now rather
+// than folding the steps that follow (a busy event loop without hints fills it within a second). Never
+// waits for the lock.
+void rotate_if_full();
+
 // In a forked child: the parent's container (whose lock a parent thread may hold) is not used.
 void after_fork_child();
 

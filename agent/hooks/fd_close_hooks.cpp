@@ -1,5 +1,9 @@
-// close_range() and closefrom(): programs that close every descriptor (daemons, spawners) must not close
-// the agent's own, so the range is split around them (PITFALLS 12).
+// close_range(), closefrom(), dup2() and dup3(): programs that close every descriptor (daemons,
+// spawners) or dup2() /dev/null over every one they did not open must not close or replace the agent's
+// own (PITFALLS 12, issue 12). close_range/closefrom are split around them; a dup2 onto one is taken as
+// done, the way close() on one is (socket_hooks.cpp). The agent's descriptor sits at the top of the
+// table (agent/transport/own_fd.h), where only such sweeps reach it.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +25,12 @@ int close_range_keeping_agent(unsigned first, unsigned last, int flags,
   // A vfork()/posix_spawn child shares the parent's memory but has its own descriptor table: it may
   // close anything, and must not touch the agent's state.
   if (!txray::hooks::in_this_process()) return real(first, last, flags);
+  int lo = int(first > unsigned(INT_MAX) ? INT_MAX : first), hi = int(last > unsigned(INT_MAX) ? INT_MAX : last);
+  fds::note_program_close(lo, hi);
+  struct NoteAgain {  // and after: the agent may have begun making a socket meanwhile
+    int lo, hi;
+    ~NoteAgain() { fds::note_program_close(lo, hi); }
+  } again{lo, hi};
   std::vector<unsigned> agent_fds;
   bool host = txray::host_thread_enabled();
   unsigned top = last > unsigned(INT_MAX) ? unsigned(INT_MAX) : last;
@@ -47,9 +57,44 @@ int close_range_keeping_agent(unsigned first, unsigned last, int flags,
   return rc;
 }
 
+// True when a dup2/dup3 onto newfd must not happen: newfd is the agent's and the caller is the program
+// (in this process: a vfork child has a table of its own). Then the call "succeeds" as the program
+// expects, with the checks the kernel would make first: oldfd must be open.
+bool guard_dup_onto_agent(int oldfd, int newfd, int* result) {
+  if (__builtin_expect(fds::kind_of(newfd) != FdKind::agent, 1)) return false;
+  if (txray::hooks::t_kind == txray::ThreadKind::agent || !txray::hooks::in_this_process()) return false;
+  int saved = errno;
+  if (fcntl(oldfd, F_GETFD) < 0) {
+    *result = -1;  // errno: EBADF, as the real call
+    return true;
+  }
+  errno = saved;
+  *result = newfd;
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
+
+int dup2(int oldfd, int newfd) {
+  auto real = TXRAY_REAL(dup2, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  int r;
+  if (oldfd != newfd && guard_dup_onto_agent(oldfd, newfd, &r)) return r;
+  fds::note_program_close(newfd, newfd);
+  return real(oldfd, newfd);
+}
+
+int dup3(int oldfd, int newfd, int flags) {
+  auto real = TXRAY_REAL(dup3, nullptr);
+  if (!real) { errno = ENOSYS; return -1; }
+  int r;
+  // oldfd == newfd and bad flags are EINVAL from the real call, which then changes nothing.
+  if (oldfd != newfd && (flags & ~O_CLOEXEC) == 0 && guard_dup_onto_agent(oldfd, newfd, &r)) return r;
+  fds::note_program_close(newfd, newfd);
+  return real(oldfd, newfd, flags);
+}
 
 int close_range(unsigned int first, unsigned int last, int flags) {
   auto real = TXRAY_REAL(close_range, nullptr);

@@ -3,10 +3,8 @@
 #include "hook.h"
 
 #include <dlfcn.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
-#include <cstring>
 
 namespace txray::hooks {
 
@@ -32,14 +30,10 @@ void* resolve(const char* name, const char* lib) {
 }
 
 ThreadKind classify_thread() {
-  int saved = errno;
-  char name[17] = {};
-  ThreadKind k = ThreadKind::host;
-  // libzmq names its I/O and reaper threads "ZMQbg/…" before they do any I/O.
-  if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && std::strncmp(name, "ZMQbg", 5) == 0) k = ThreadKind::agent;
-  t_kind = k;
-  errno = saved;
-  return k;
+  // The agent's only thread marks itself (mark_agent_thread); every other thread is the program's,
+  // libzmq's "ZMQbg" threads included (the agent does not use libzmq: transport/zmtp.h).
+  t_kind = ThreadKind::host;
+  return ThreadKind::host;
 }
 
 void mark_agent_thread() { t_kind = ThreadKind::agent; }

@@ -67,7 +67,7 @@ extern std::atomic<int> g_pid;
 // change shared state (close, shutdown) must leave it alone there (PITFALLS 6). A getpid() system call:
 // not for read/write paths.
 bool in_this_process();
-// Classifies the calling thread (threads named "ZMQbg…" or created by the agent are agent threads).
+// Classifies the calling thread (the agent's own thread marks itself; every other thread is a host thread).
 ThreadKind classify_thread();
 // Marks the calling thread as an agent thread for good (the transport thread calls it first thing).
 void mark_agent_thread();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,7 +21,12 @@
 
 namespace {
 
-constexpr uint32_t kExitFlushMs = 1000;  // the longest the agent may hold up the program's exit
+// The longest the agent may hold up the program's exit. What it costs in practice is less: the agent
+// thread writes what is queued into its (already open) connection — microseconds — or, with no
+// connection, makes one attempt bounded by 20 ms (transport.cpp: kExitConnectNs); a refused connection
+// (collector down) fails in microseconds. Only a collector that is connected but not reading can take
+// the whole bound.
+constexpr uint32_t kExitFlushMs = 1000;
 
 std::atomic<bool> g_exit_done{false};
 std::atomic<int> g_exit_status{0};
@@ -41,9 +47,22 @@ int main_wrapper(int argc, char** argv, char** envp) {
   return rc;
 }
 
+// Responses still open at exit end there: the kernel closes the connections the process still holds,
+// so a response that lasts until its connection closes (no Content-Length) is complete now — a
+// fork-per-connection child that exit()s without closing its connection is the common case.
+void end_open_connections() {
+  txray::HookGuard guard(txray::HookFamily::socket);
+  if (!guard) return;
+  txray::fds::for_each_used(0, (txray::fds::kChunks << txray::fds::kChunkBits) - 1, [](int fd, txray::FdSlot& s) {
+    if (s.kind.load(std::memory_order_relaxed) == txray::FdKind::inbound) txray::sock::on_close(fd);
+  });
+}
+
 void at_exit() {
   if (g_exit_done.exchange(true)) return;
   if (!txray::hooks::g_enabled.load() || !txray::hooks::in_this_process()) return;
+  int saved = errno;
+  end_open_connections();
   if (txray::Transaction* t = txray::tx::process_transaction()) {
     int status = g_exit_status_known.load() ? g_exit_status.load() : 0;
     char err[48] = "";
@@ -52,6 +71,7 @@ void at_exit() {
   }
   txray::unattr::rotate(true);
   if (!txray::transport::flush(kExitFlushMs)) txray::debug_log("exit: transport did not finish in time");
+  errno = saved;
 }
 
 void child_after_fork() {
@@ -60,10 +80,9 @@ void child_after_fork() {
   txray::tx::reset_tid_after_fork();
   txray::tx::forget_current_after_fork();
   txray::ids::reseed();
-  txray::fds::forget_agent_marks();
   txray::sock::after_fork_child();
   txray::attr::after_fork_child();
-  txray::transport::after_fork_child(txray::read_identity());
+  txray::transport::after_fork_child();
 }
 
 __attribute__((constructor)) void txray_agent_init() {

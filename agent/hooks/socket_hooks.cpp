@@ -2,8 +2,6 @@
 // Plain reads and writes cost a thread-kind check and one fd-table lookup (no clock reads).
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -29,16 +27,6 @@ inline bool is_agent_thread() {
   txray::ThreadKind k = txray::hooks::t_kind;
   if (__builtin_expect(k == txray::ThreadKind::unknown, 0)) k = txray::hooks::classify_thread();
   return k == txray::ThreadKind::agent;
-}
-
-// Marks a descriptor the agent's own threads (libzmq) created, so the program cannot close it.
-inline int mark_if_agent(int fd) {
-  if (fd >= 0 && is_agent_thread()) {
-    int saved = errno;
-    fds::mark_agent(fd);
-    errno = saved;
-  }
-  return fd;
 }
 
 // "ip:port" of a socket address, and its port; false for families other than IPv4/IPv6.
@@ -303,8 +291,13 @@ int shutdown(int fd, int how) {
 int close(int fd) {
   auto real = TXRAY_REAL(close, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  fds::note_program_close(fd, fd);
   FdKind k = fds::kind_of(fd);
-  if (__builtin_expect(k == FdKind::none, 1)) return real(fd);
+  if (__builtin_expect(k == FdKind::none, 1)) {
+    int r = real(fd);
+    fds::note_program_close(fd, fd);  // again: the agent may have begun making a socket meanwhile
+    return r;
+  }
   if (k == FdKind::agent) {
     // The program cannot close the agent's descriptor (PITFALLS 4, 12); a vfork child can (it has a
     // descriptor table of its own).
@@ -326,30 +319,6 @@ int close(int fd) {
     }
   }
   return real(fd);
-}
-
-int socket(int domain, int type, int protocol) {
-  auto real = TXRAY_REAL(socket, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
-  return mark_if_agent(real(domain, type, protocol));
-}
-
-int eventfd(unsigned int initval, int flags) {
-  auto real = TXRAY_REAL(eventfd, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
-  return mark_if_agent(real(initval, flags));
-}
-
-int epoll_create(int size) {
-  auto real = TXRAY_REAL(epoll_create, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
-  return mark_if_agent(real(size));
-}
-
-int epoll_create1(int flags) {
-  auto real = TXRAY_REAL(epoll_create1, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
-  return mark_if_agent(real(flags));
 }
 
 }  // extern "C"

@@ -1,46 +1,66 @@
 #include "transport.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
-#include <zmq.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "../core/clock.h"
 #include "../core/config.h"
 #include "../core/counters.h"
+#include "../core/fd_table.h"
 #include "../core/unattributed.h"
 #include "../hooks/hook.h"
 #include "encode.h"
 #include "mpsc_queue.h"
+#include "zmtp.h"
 
 namespace txray::transport {
 namespace {
 
-constexpr size_t kMaxBatch = 256;            // transactions per ZeroMQ message
-constexpr int kLingerMs = 200;               // bounded wait for unsent messages at close (PITFALLS 11)
-constexpr int kSndHwm = 64;                  // batches queued in libzmq at most
-constexpr uint64_t kConnectGraceNs = 250'000'000;  // first sends may wait this long for the connection
-constexpr uint64_t kHeartbeatNs = 1'000'000'000;   // counters-only batch when drops changed meanwhile
-constexpr long kIdleSleepNs = 5'000'000;
-constexpr uint64_t kRotateNs = 1'000'000'000;     // unattributed steps are sent about once a second
+constexpr size_t kMaxBatch = 256;                   // transactions per ZeroMQ message
+constexpr uint64_t kConnectNs = 1'000'000'000;      // a connection attempt while the program runs
+constexpr uint64_t kExitConnectNs = 20'000'000;     // ... and at exit (refused: microseconds; unreachable: this)
+constexpr uint64_t kExitConnectCurveNs = 100'000'000;  // ... with CURVE: three round trips and the crypto
+constexpr uint64_t kSendNs = 1'000'000'000;         // a batch the collector does not take in this time: dropped
+constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attempts (libzmq's reconnect_ivl)
+constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
+constexpr uint64_t kIdleSleepNs = 5'000'000;
+constexpr uint64_t kRotateNs = 1'000'000'000;       // unattributed steps are sent about once a second
 
 // Everything one process's transport owns. A forked child gets a fresh one; the parent's is abandoned
-// (never freed in the child: its ZeroMQ objects belong to threads that do not exist there).
+// (never freed in the child: its thread does not exist there).
 struct State {
   MpscQueue<Transaction> queue;
   Identity id;
   std::atomic<int> thread_state{0};  // 0 not started, 1 running, 2 start failed
   std::atomic<bool> exit_requested{false};
-  std::atomic<bool> exited{false};
+  std::atomic<uint64_t> exit_deadline_ns{~0ull};  // flush(): no wait of the agent thread goes past it
+  std::atomic<uint32_t> exited{0};
+  std::atomic<uint32_t> wake{0};  // bumped by flush(): the agent thread stops its idle wait at once
+  std::atomic<bool> busy{false};  // the agent thread holds transactions it took from the queue
   explicit State(size_t cap, const Identity& i) : queue(cap), id(i) {}
 };
 
 std::atomic<State*> g_state{nullptr};
+std::atomic<bool> g_state_lazy{false};  // a forked child: g_state is made on first use
+
+// Waits while *word == seen, at most timeout_ns (a futex: no descriptor, no lock).
+void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, uint64_t timeout_ns) {
+  timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
 
 // The counters only grow, so their sum changes exactly when one of them does.
 uint64_t drops_signature(const Counters& c) {
@@ -53,11 +73,22 @@ class Sender {
   explicit Sender(State* st) : st_(st) {}
 
   void run() {
-    open_socket();
+    std::string err;
+    endpoint_ok_ = parse_endpoint(config().collector, &ep_, &err);
+    if (!endpoint_ok_) {
+      debug_log("collector '%s' unusable: %s", config().collector.c_str(), err.c_str());
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (endpoint_ok_ && !use_curve_keys()) {
+      endpoint_ok_ = false;  // keys given but unusable: nothing is sent, never clear text in their place
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    }
     std::vector<Transaction*> batch;
     batch.reserve(kMaxBatch);
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     for (;;) {
+      uint32_t wake = st_->wake.load(std::memory_order_acquire);
+      st_->busy.store(true, std::memory_order_seq_cst);  // before popping: flush() must not miss a batch
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
       if (uint64_t t = clock::mono_ns(); t - last_rotate >= kRotateNs) {
         unattr::rotate(false);  // the unattributed steps of the last second, as one container
@@ -69,7 +100,7 @@ class Sender {
       uint64_t now = clock::mono_ns();
       uint64_t sig = drops_signature(counters());
       if (!batch.empty() || (sig != last_sig && now - last_sent > kHeartbeatNs)) {
-        send(batch);
+        send(batch, exiting);
         for (Transaction* t : batch) delete t;
         batch.clear();
         last_sent = now;
@@ -77,105 +108,87 @@ class Sender {
         continue;
       }
       if (exiting) break;
-      timespec ts{0, kIdleSleepNs};
-      nanosleep(&ts, nullptr);
+      st_->busy.store(false, std::memory_order_seq_cst);
+      futex_wait(&st_->wake, wake, kIdleSleepNs);  // the ring is polled: pushing costs the host no syscall
     }
-    close_socket();
-    st_->exited.store(true, std::memory_order_release);
+    // The kernel delivers what the socket holds after it is closed (and after the process exits).
+    push_.close();
+    st_->exited.store(1, std::memory_order_release);
+    futex_wake(&st_->exited);
   }
 
  private:
-  void open_socket() {
-    ctx_ = zmq_ctx_new();
-    if (!ctx_) return fail("zmq_ctx_new");
-    zmq_ctx_set(ctx_, ZMQ_IO_THREADS, 1);
-    sock_ = zmq_socket(ctx_, ZMQ_PUSH);
-    if (!sock_) return fail("zmq_socket");
-    int linger = kLingerMs, immediate = 1, hwm = kSndHwm;
-    zmq_setsockopt(sock_, ZMQ_LINGER, &linger, sizeof linger);
-    // With IMMEDIATE nothing queues while the collector is away: failures are counted right away.
-    zmq_setsockopt(sock_, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
-    zmq_setsockopt(sock_, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    if (!set_curve_keys()) {
-      zmq_close(sock_);
-      sock_ = nullptr;
-      return fail(nullptr);
-    }
-    if (zmq_connect(sock_, config().collector.c_str()) != 0) {
-      debug_log("cannot connect to collector '%s': %s", config().collector.c_str(), zmq_strerror(zmq_errno()));
-      zmq_close(sock_);
-      sock_ = nullptr;
-      return fail(nullptr);
-    }
-    opened_ns_ = clock::mono_ns();
+  uint64_t bounded(uint64_t ns) const {
+    uint64_t d = clock::mono_ns() + ns;
+    uint64_t exit_d = st_->exit_deadline_ns.load(std::memory_order_acquire);
+    return d < exit_d ? d : exit_d;
   }
 
-  // CURVE client keys when TXRAY_SERVER_KEY is set (config.cpp read and checked them). False when keys
-  // were given but cannot be used: then nothing is sent, never clear text in their place.
-  bool set_curve_keys() {
+  // A usable connection, opening one if the last attempt is long enough ago (at exit: always try once).
+  bool connected(bool exiting) {
+    if (push_.is_open()) {
+      if (push_.check()) return true;
+      note_down();
+    }
+    if (!endpoint_ok_) return false;
+    uint64_t now = clock::mono_ns();
+    if (!exiting && now < next_attempt_ns_) return false;  // a lost connection is retried at once
+    uint64_t budget = exiting ? (curve_ ? kExitConnectCurveNs : kExitConnectNs) : kConnectNs;
+    if (push_.open(ep_, bounded(budget))) {
+      if (down_) debug_log("connected to collector %s", config().collector.c_str());
+      down_ = false;
+      return true;
+    }
+    next_attempt_ns_ = clock::mono_ns() + kReconnectNs;
+    note_down();
+    return false;
+  }
+
+  // CURVE when TXRAY_SERVER_KEY is set (config.cpp read the keys as z85). False when keys were given but
+  // cannot be used.
+  bool use_curve_keys() {
     const Config& c = config();
     if (c.curve_unusable) return false;
     if (c.server_key.empty()) return true;
-    std::string pub = c.client_public_key;
-    if (pub.empty()) {
-      char derived[41];
-      if (zmq_curve_public(derived, c.client_secret_key.c_str()) != 0) {
-        debug_log("cannot derive the public key from TXRAY_CLIENT_SECRET_KEY: %s", zmq_strerror(zmq_errno()));
-        return false;
-      }
-      pub = derived;
-    }
-    // z85 keys are passed with their terminating NUL (41 bytes), as zmq_setsockopt expects.
-    if (zmq_setsockopt(sock_, ZMQ_CURVE_SERVERKEY, c.server_key.c_str(), 41) != 0 ||
-        zmq_setsockopt(sock_, ZMQ_CURVE_PUBLICKEY, pub.c_str(), 41) != 0 ||
-        zmq_setsockopt(sock_, ZMQ_CURVE_SECRETKEY, c.client_secret_key.c_str(), 41) != 0) {
-      debug_log("CURVE keys refused by libzmq: %s", zmq_strerror(zmq_errno()));
+    uint8_t server[32], pub[32], sec[32];
+    if (!z85_decode_key(c.server_key, server) || !z85_decode_key(c.client_secret_key, sec)) {
+      debug_log("CURVE keys are not 40-character z85 keys");
       return false;
     }
+    if (c.client_public_key.empty()) derive_public_key(sec, pub);
+    else if (!z85_decode_key(c.client_public_key, pub)) return false;
+    push_.use_curve(server, pub, sec);
+    curve_ = true;
     return true;
   }
 
-  void fail(const char* what) {
-    if (what) debug_log("%s failed: %s", what, zmq_strerror(zmq_errno()));
-    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+  void note_down() {
+    if (!down_) debug_log("collector %s: %s", config().collector.c_str(), push_.error());
+    // A descriptor the agent could not get, or one the program took over, is counted (internal_errors)
+    // besides the transactions it costs (send_failed): the agents table shows why traces are missing.
+    if (push_.descriptor_trouble()) counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    down_ = true;
   }
 
-  void send(const std::vector<Transaction*>& batch) {
-    if (!sock_) {
-      counters().send_failed.fetch_add(batch.size(), std::memory_order_relaxed);
-      return;
-    }
+  void send(const std::vector<Transaction*>& batch, bool exiting) {
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_)) {
       counters().encode_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       return;
     }
-    if (zmq_send(sock_, buf_.data(), buf_.size(), ZMQ_DONTWAIT) >= 0) return;
-    // Right after connecting the connection may still be in progress (a short-lived program sends its
-    // only batch then): wait for it a bounded time. Later, a refused send means the collector is away:
-    // count and move on.
-    uint64_t since = clock::mono_ns() - opened_ns_;
-    if (zmq_errno() == EAGAIN && since < kConnectGraceNs) {
-      zmq_pollitem_t item{sock_, 0, ZMQ_POLLOUT, 0};
-      long wait_ms = long((kConnectGraceNs - since) / 1'000'000) + 1;
-      if (zmq_poll(&item, 1, wait_ms) > 0 && zmq_send(sock_, buf_.data(), buf_.size(), ZMQ_DONTWAIT) >= 0) return;
-    }
+    if (connected(exiting) && push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) return;
     if (!batch.empty()) {
       counters().send_failed.fetch_add(batch.size(), std::memory_order_relaxed);
-      debug_log("batch of %zu transactions not sent: %s", batch.size(), zmq_strerror(zmq_errno()));
+      debug_log("batch of %zu transactions not sent: %s", batch.size(), push_.error());
     }
-  }
-
-  void close_socket() {
-    if (sock_) zmq_close(sock_);
-    // zmq_ctx_term waits for the linger of unsent messages: bounded by kLingerMs.
-    if (ctx_) zmq_ctx_term(ctx_);
-    sock_ = ctx_ = nullptr;
   }
 
   State* st_;
-  void* ctx_ = nullptr;
-  void* sock_ = nullptr;
-  uint64_t opened_ns_ = 0;
+  Endpoint ep_;
+  bool endpoint_ok_ = false;
+  bool curve_ = false;
+  ZmtpPush push_;
+  bool down_ = false;
+  uint64_t next_attempt_ns_ = 0;
   uint64_t seq_ = 0;
   std::string buf_;
 };
@@ -183,6 +196,9 @@ class Sender {
 void* thread_main(void* arg) {
   hooks::mark_agent_thread();
   pthread_setname_np(pthread_self(), "txray-agent");
+  if (!take_private_fd_table(config().shared_fd_table, config().debug))
+    debug_log("no private descriptor table (%s): the collector connection sits at the top of the program's",
+              config().shared_fd_table ? "TXRAY_FD_TABLE=shared" : "unshare refused");
   auto* st = static_cast<State*>(arg);
   Sender(st).run();
   return nullptr;
@@ -191,8 +207,8 @@ void* thread_main(void* arg) {
 void start_thread(State* st) {
   int expected = 0;
   if (!st->thread_state.compare_exchange_strong(expected, 1)) return;
-  // All signals blocked while creating it: the agent thread (and libzmq's threads, which it creates)
-  // inherit a full mask, so the host's signals always go to the host's threads (PITFALLS 8).
+  // All signals blocked while creating it: the agent thread inherits a full mask, so the host's signals
+  // always go to the host's threads (PITFALLS 8).
   int saved = errno;
   sigset_t all, old;
   sigfillset(&all);
@@ -213,6 +229,20 @@ void start_thread(State* st) {
 
 void sink(Transaction* t) { enqueue(t); }
 
+// The process's State; in a forked child, made on first use (after_fork_child).
+State* state() {
+  State* st = g_state.load(std::memory_order_acquire);
+  if (__builtin_expect(st != nullptr, 1) || !g_state_lazy.load(std::memory_order_acquire)) return st;
+  int saved = errno;
+  auto* fresh = new (std::nothrow) State(config().queue_capacity, read_identity());
+  errno = saved;
+  if (!fresh) return nullptr;
+  State* expected = nullptr;
+  if (g_state.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return fresh;
+  delete fresh;  // another thread made it first
+  return expected;
+}
+
 }  // namespace
 
 void init(const Identity& id) {
@@ -221,7 +251,7 @@ void init(const Identity& id) {
 }
 
 void enqueue(Transaction* t) {
-  State* st = g_state.load(std::memory_order_acquire);
+  State* st = state();
   if (!st || st->exit_requested.load(std::memory_order_relaxed) || !st->queue.push(t)) {
     counters().queue_full.fetch_add(1, std::memory_order_relaxed);
     delete t;
@@ -233,25 +263,43 @@ void enqueue(Transaction* t) {
 bool flush(uint32_t timeout_ms) {
   State* st = g_state.load(std::memory_order_acquire);
   if (!st || st->thread_state.load() != 1) return true;
-  st->exit_requested.store(true, std::memory_order_release);
   uint64_t deadline = clock::mono_ns() + uint64_t(timeout_ms) * 1'000'000;
+  st->exit_deadline_ns.store(deadline, std::memory_order_release);
+  st->exit_requested.store(true, std::memory_order_seq_cst);
+  // Everything already sent (or counted) and the thread idle: nothing to wait for. The kernel delivers
+  // what the connection holds after the process is gone. A short-lived child that sent its one
+  // transaction exits with no hand-over to the agent thread at all.
+  if (st->queue.empty() && !st->busy.load(std::memory_order_seq_cst)) return true;
+  st->wake.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake(&st->wake);
   while (!st->exited.load(std::memory_order_acquire)) {
-    if (clock::mono_ns() > deadline) return false;
-    timespec ts{0, 1'000'000};
-    nanosleep(&ts, nullptr);
+    uint64_t now = clock::mono_ns();
+    if (now >= deadline) return false;
+    futex_wait(&st->exited, 0, deadline - now);
   }
   return true;
 }
 
-void after_fork_child(const Identity& id) {
+void after_fork_child() {
   counters().reset();
-  // The parent's State is abandoned on purpose (its thread does not exist here).
-  g_state.store(new State(config().queue_capacity, id), std::memory_order_release);
+  // The child's copies of the parent's agent descriptors (in the shared table: its collector
+  // connection): closed, so that the child's table holds nothing of the agent's and nothing the child
+  // sends can interleave with the parent's stream. Its own connection opens on first use.
+  std::vector<int> inherited;
+  fds::for_each_used(0, (fds::kChunks << fds::kChunkBits) - 1, [&](int fd, FdSlot& s) {
+    if (s.kind.load(std::memory_order_relaxed) == FdKind::agent) inherited.push_back(fd);
+  });
+  for (int fd : inherited) release_fd(fd);
+  // The parent's State is abandoned on purpose (its thread does not exist here). The child's own is
+  // made when it first sends: a child that execs or exits without a transaction (fork + exec, the
+  // common case) pays nothing for it.
+  g_state.store(nullptr, std::memory_order_release);
+  g_state_lazy.store(true, std::memory_order_release);
 }
 
 const Identity& identity() {
   static Identity empty;
-  State* st = g_state.load(std::memory_order_acquire);
+  State* st = state();
   return st ? st->id : empty;
 }
 

@@ -19,13 +19,14 @@ void init(const Identity& id);
 // full. Takes ownership.
 void enqueue(Transaction* t);
 
-// Process exit: lets the agent thread send what is queued and close its socket, waiting at most
-// `timeout_ms`. Returns false when it did not finish in time (the process exits anyway).
+// Process exit: wakes the agent thread, lets it send what is queued and close its socket, waiting at
+// most `timeout_ms`. Returns false when it did not finish in time (the process exits anyway).
 bool flush(uint32_t timeout_ms);
 
-// In a forked child: forgets the parent's agent thread, queue and ZeroMQ objects (without touching
-// them), resets the counters, takes a new identity; the child's own thread starts on first use.
-void after_fork_child(const Identity& id);
+// In a forked child: forgets the parent's agent thread and queue (without touching them), closes its
+// copy of the parent's connection, resets the counters; the child's own queue, identity, thread and
+// connection are made when it first sends.
+void after_fork_child();
 
 // Process-mode transaction names use the identity's argv_name.
 const Identity& identity();

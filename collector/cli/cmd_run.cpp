@@ -1,5 +1,7 @@
 // txray run [--collector E] [--app NAME] [--mode http|process] -- CMD ARGS...
 // Replaces itself with CMD (execvp) with the agent preloaded, so CMD's exit status is txray's.
+// The runtime shims staged next to the agent (<lib>/txray/runtimes/, agent/runtimes/) are put in
+// NODE_OPTIONS (--require) and PYTHONPATH unless TXRAY_RUNTIME_HINTS=0 (docs/agent.md, "Runtimes").
 #include <limits.h>
 #include <unistd.h>
 
@@ -31,6 +33,37 @@ std::string find_agent() {
   return dir + "/../lib/libtxray-agent.so";
 }
 
+// "--require PATH" for NODE_OPTIONS, which splits on spaces and takes "..." with \\-escapes.
+std::string node_require(const std::string& path) {
+  if (path.find_first_of(" \t\"\\") == std::string::npos) return "--require " + path;
+  std::string q = "--require \"";
+  for (char c : path) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+// Prepends VALUE to the environment variable NAME (joined by SEP) unless it is already there.
+void prepend_env(const char* name, const std::string& value, const char* sep) {
+  const char* old = std::getenv(name);
+  if (old && std::strstr(old, value.c_str())) return;
+  std::string v = value;
+  if (old && *old) v += sep + std::string(old);
+  setenv(name, v.c_str(), 1);
+}
+
+// The runtime shims next to the agent library AGENT (a real path): NODE_OPTIONS=--require <node shim>,
+// PYTHONPATH=<python shim dir>, each only when its files are there.
+void add_runtime_shims(const std::string& agent) {
+  if (const char* v = std::getenv("TXRAY_RUNTIME_HINTS"); v && std::strcmp(v, "0") == 0) return;
+  std::string dir = agent.substr(0, agent.rfind('/')) + "/txray/runtimes";
+  std::string node = dir + "/node/txray-hints.js";
+  if (readable(node)) prepend_env("NODE_OPTIONS", node_require(node), " ");
+  std::string python = dir + "/python";
+  if (readable(python + "/sitecustomize.py")) prepend_env("PYTHONPATH", python, ":");
+}
+
 }  // namespace
 
 int run_main(int argc, char** argv) {
@@ -43,7 +76,8 @@ int run_main(int argc, char** argv) {
     }
   }
   CLI::App app{"Start a program with the txray agent preloaded (LD_PRELOAD). Its exit code is the program's.\n"
-               "The agent is $TXRAY_AGENT or <bin>/../lib/libtxray-agent.so.",
+               "The agent is $TXRAY_AGENT or <bin>/../lib/libtxray-agent.so. The runtime shims next to it\n"
+               "(<lib>/txray/runtimes/) go into NODE_OPTIONS and PYTHONPATH unless TXRAY_RUNTIME_HINTS=0.",
                "txray run"};
   std::string collector, app_name, mode;
   app.add_option("--collector", collector, "collector endpoint (TXRAY_COLLECTOR; default tcp://127.0.0.1:7878)");
@@ -75,6 +109,7 @@ int run_main(int argc, char** argv) {
   if (!collector.empty()) setenv("TXRAY_COLLECTOR", collector.c_str(), 1);
   if (!app_name.empty()) setenv("TXRAY_APP", app_name.c_str(), 1);
   if (!mode.empty()) setenv("TXRAY_MODE", mode.c_str(), 1);
+  add_runtime_shims(agent);
 
   const char* dest = std::getenv("TXRAY_COLLECTOR");
   const char* eff_mode = std::getenv("TXRAY_MODE");

@@ -50,6 +50,33 @@ std::string find_header(const Headers& h, const std::string& name) {
   return it == h.end() ? std::string() : it->second;
 }
 
+// The request line into method/target/path/query, the headers into req.headers.
+void parse_request_head(const std::string& head, HttpRequest& req) {
+  req.headers.clear();
+  std::string line = parse_head(head, req.headers);
+  size_t sp1 = line.find(' ');
+  size_t sp2 = line.rfind(' ');
+  if (sp1 == std::string::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0)
+    throw std::runtime_error("malformed request line");
+  req.method = line.substr(0, sp1);
+  req.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  size_t q = req.target.find('?');
+  req.path = req.target.substr(0, q);
+  req.query = q == std::string::npos ? "" : req.target.substr(q + 1);
+}
+
+// The body's length from Content-Length (0 without one); chunked bodies are not supported.
+uint64_t body_length(const Headers& h) {
+  if (!find_header(h, "transfer-encoding").empty())
+    throw std::runtime_error("transfer-encoding is not supported by the samples");
+  std::string cl = find_header(h, "content-length");
+  if (cl.empty()) return 0;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(cl.c_str(), &end, 10);
+  if (*end != '\0' || n > kMaxBody) throw std::runtime_error("bad content-length: " + cl);
+  return n;
+}
+
 }  // namespace
 
 std::string HttpRequest::header(const std::string& n) const { return find_header(headers, n); }
@@ -104,13 +131,7 @@ bool HttpReader::read_head(std::string& head) {
 
 void HttpReader::read_body(const Headers& h, std::string& body) {
   body.clear();
-  std::string te = find_header(h, "transfer-encoding");
-  if (!te.empty()) throw std::runtime_error("transfer-encoding is not supported by the samples");
-  std::string cl = find_header(h, "content-length");
-  if (cl.empty()) return;
-  char* end = nullptr;
-  unsigned long long n = std::strtoull(cl.c_str(), &end, 10);
-  if (*end != '\0' || n > kMaxBody) throw std::runtime_error("bad content-length: " + cl);
+  uint64_t n = body_length(h);
   while (buf_.size() - pos_ < n) {
     if (!fill()) throw std::runtime_error("connection closed inside a body");
   }
@@ -121,19 +142,22 @@ void HttpReader::read_body(const Headers& h, std::string& body) {
 bool HttpReader::read_request(HttpRequest& req) {
   std::string head;
   if (!read_head(head)) return false;
-  req.headers.clear();
-  std::string line = parse_head(head, req.headers);
-  size_t sp1 = line.find(' ');
-  size_t sp2 = line.rfind(' ');
-  if (sp1 == std::string::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0)
-    throw std::runtime_error("malformed request line");
-  req.method = line.substr(0, sp1);
-  req.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  size_t q = req.target.find('?');
-  req.path = req.target.substr(0, q);
-  req.query = q == std::string::npos ? "" : req.target.substr(q + 1);
+  parse_request_head(head, req);
   read_body(req.headers, req.body);
   return true;
+}
+
+size_t parse_request(std::string_view data, HttpRequest& req) {
+  size_t end = data.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    if (data.size() > kMaxHead) throw std::runtime_error("header too large");
+    return 0;
+  }
+  parse_request_head(std::string(data.substr(0, end + 4)), req);
+  uint64_t n = body_length(req.headers);
+  if (data.size() - (end + 4) < n) return 0;
+  req.body.assign(data.substr(end + 4, n));
+  return end + 4 + n;
 }
 
 void HttpReader::read_response(HttpResponse& resp) {

@@ -57,6 +57,11 @@ class HttpReader {
   uint64_t bytes_read_ = 0;
 };
 
+// Parses one complete request from the front of `data` (for servers that read on their own, e.g. from
+// non-blocking sockets). Returns the bytes it took (head and body), or 0 when `data` does not hold a
+// whole request yet; throws std::runtime_error on malformed input.
+size_t parse_request(std::string_view data, HttpRequest& req);
+
 std::string format_request(const std::string& method, const std::string& target, const std::string& host,
                            const Headers& headers, std::string_view body);
 std::string format_response(const HttpResponse& resp, bool keep_alive);

@@ -59,6 +59,21 @@ class CliRunWithAgent(TxrayTestCase):
             r = txray_run("--collector", c.endpoint, "--", "/bin/sh", "-c", "exit 3", env=bare_env())
         self.assertEqual(r.returncode, 3, r.stderr)
 
+    def test_runtime_shims_in_the_environment(self):
+        """The shims staged next to the agent go first into NODE_OPTIONS and PYTHONPATH, after what was
+        there, once; TXRAY_RUNTIME_HINTS=0 leaves both alone."""
+        shims = os.path.join(os.path.dirname(os.path.realpath(AGENT)), "txray", "runtimes")
+        node = f"--require {shims}/node/txray-hints.js"
+        show = "import os; print(os.environ.get('NODE_OPTIONS')); print(os.environ.get('PYTHONPATH'))"
+        env = bare_env({"TXRAY_AGENT": AGENT, "NODE_OPTIONS": "--no-warnings", "PYTHONPATH": "/elsewhere"})
+        r = txray_run("--", PYTHON, "-c", show, env=env)
+        self.assertEqual(r.stdout.splitlines(), [node + " --no-warnings", f"{shims}/python:/elsewhere"], r.stderr)
+        nested = dict(env, NODE_OPTIONS=node + " --no-warnings", PYTHONPATH=f"{shims}/python:/elsewhere")
+        r = txray_run("--", PYTHON, "-c", show, env=nested)
+        self.assertEqual(r.stdout.splitlines(), [node + " --no-warnings", f"{shims}/python:/elsewhere"], r.stderr)
+        r = txray_run("--", PYTHON, "-c", show, env=dict(env, TXRAY_RUNTIME_HINTS="0"))
+        self.assertEqual(r.stdout.splitlines(), ["--no-warnings", "/elsewhere"], r.stderr)
+
     def test_http_server_under_txray_run(self):
         site = os.path.join(self.tmp, "site")
         os.mkdir(site)

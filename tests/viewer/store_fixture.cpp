@@ -26,6 +26,20 @@ TxSpec reference_tx(int64_t id, int64_t end_ns, int64_t callee) {
   return tx;
 }
 
+TxSpec unattributed_container(int64_t id, int64_t end_ns, std::vector<StepSpec> steps) {
+  TxSpec tx;
+  tx.id = id;
+  tx.name = "unattributed steps";
+  tx.kind = "unattributed";
+  tx.end_ns = end_ns;
+  tx.elapsed_ns = 1000 * kMs;
+  tx.status = 0;
+  tx.steps.push_back({"START"});
+  for (auto& s : steps) tx.steps.push_back(std::move(s));
+  tx.steps.push_back({"END", -1, tx.elapsed_ns, tx.elapsed_ns});
+  return tx;
+}
+
 StoreFixture::StoreFixture() {
   path_ = dir_.filePath("store.db").toStdString();
   if (sqlite3_open(path_.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("cannot create test store");
@@ -58,7 +72,7 @@ void StoreFixture::insert(const std::vector<TxSpec>& txs) {
   sqlite3_prepare_v2(db_,
                      "INSERT INTO transactions(id, txid, trace_id, parent_span_id, agent_id, app, name, kind, "
                      "start_unix_ns, end_unix_ns, elapsed_ns, cpu_ns, status, error, client_addr, step_count) "
-                     "VALUES (?, ?, ?, ?, 1, ?, ?, 'http', ?, ?, ?, ?, ?, ?, '10.0.0.1:5000', ?)",
+                     "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, '10.0.0.1:5000', ?)",
                      -1, &t, nullptr);
   sqlite3_prepare_v2(db_,
                      "INSERT INTO steps(tx_id, no, parent, kind, start_offset_ns, gap_ns, cpu_ns, elapsed_ns, "
@@ -78,13 +92,14 @@ void StoreFixture::insert(const std::vector<TxSpec>& txs) {
     sqlite3_bind_int64(t, 4, tx.parent_span_id);
     sqlite3_bind_text(t, 5, tx.app.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(t, 6, tx.name.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(t, 7, tx.end_ns - tx.elapsed_ns);
-    sqlite3_bind_int64(t, 8, tx.end_ns);
-    sqlite3_bind_int64(t, 9, tx.elapsed_ns);
-    sqlite3_bind_int64(t, 10, tx.cpu_ns);
-    sqlite3_bind_int(t, 11, tx.status);
-    if (tx.error.empty()) sqlite3_bind_null(t, 12); else sqlite3_bind_text(t, 12, tx.error.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(t, 13, static_cast<int64_t>(steps.size()));
+    sqlite3_bind_text(t, 7, tx.kind.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(t, 8, tx.end_ns - tx.elapsed_ns);
+    sqlite3_bind_int64(t, 9, tx.end_ns);
+    sqlite3_bind_int64(t, 10, tx.elapsed_ns);
+    sqlite3_bind_int64(t, 11, tx.cpu_ns);
+    sqlite3_bind_int(t, 12, tx.status);
+    if (tx.error.empty()) sqlite3_bind_null(t, 13); else sqlite3_bind_text(t, 13, tx.error.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(t, 14, static_cast<int64_t>(steps.size()));
     if (sqlite3_step(t) != SQLITE_DONE) throw std::runtime_error(std::string("insert tx: ") + sqlite3_errmsg(db_));
     sqlite3_reset(t);
     int no = 0;

@@ -32,7 +32,11 @@ struct TxSpec {
   std::string trace_id;
   int64_t parent_span_id = 0;
   std::vector<StepSpec> steps;  // empty: START and END only
+  std::string kind = "http";    // "unattributed": a container of unattributed steps, not a transaction
 };
+
+// An unattributed container (docs/schema.md) of the fixture's agent: START, `steps`, END, ending at end_ns.
+TxSpec unattributed_container(int64_t id, int64_t end_ns, std::vector<StepSpec> steps);
 
 constexpr int64_t kMs = 1000000;
 
@@ -47,10 +51,10 @@ class StoreFixture {
   std::string path() const { return path_; }
   void insert(const TxSpec& tx);            // one transaction and its steps, in one SQLite transaction
   void insert(const std::vector<TxSpec>& txs);
+  void exec(const std::string& sql);
   sqlite3* db() const { return db_; }
 
  private:
-  void exec(const std::string& sql);
   QTemporaryDir dir_;
   std::string path_;
   sqlite3* db_ = nullptr;

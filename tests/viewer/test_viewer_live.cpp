@@ -34,6 +34,26 @@ class TestViewerLive : public QObject {
     QCOMPARE(w.points().size(), size_t(0));
   }
 
+  void statusBarCountsUnattributedSteps() {
+    StoreFixture store;
+    const int64_t t = now_ns();
+    store.insert({TxSpec{1, "front", "GET /r/1", t - 2000 * kMs, 5 * kMs},
+                  unattributed_container(2, t - 1000 * kMs,
+                                         {{"HTTP_CALL", -1, 1 * kMs, 1 * kMs, 0, 2 * kMs, "http://back/b/1"},
+                                          {"SOCKET"}})});
+    MainWindow w(false);
+    w.resize(1200, 800);
+    w.setPollInterval(50);
+    QVERIFY(open_and_wait(w, store.path()));
+    QCOMPARE(w.points().size(), size_t(1));  // the container is no dot
+    QVERIFY2(w.statusText().contains("1 transactions  ·  2 unattributed steps"), qPrintable(w.statusText()));
+    // A container stored while the window is open adds its steps.
+    store.insert(unattributed_container(3, t, {{"HTTP_CALL", -1, 1 * kMs, 1 * kMs, 0, 2 * kMs, "http://back/b/2"}}));
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusText().contains("3 unattributed steps"), 5000);
+    QCOMPARE(w.points().unattributed_by_kind(), (KindCounts{{"HTTP_CALL", 2}, {"SOCKET", 1}}));
+    QCOMPARE(w.points().size(), size_t(1));
+  }
+
   void newRowsAppearWhileOpen() {
     StoreFixture store;
     const int64_t t = now_ns();

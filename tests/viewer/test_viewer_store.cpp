@@ -66,6 +66,67 @@ class TestViewerStore : public QObject {
     QCOMPARE(s.load_points(4, 10).points.size(), size_t(0));
   }
 
+  void containersOfUnattributedStepsGiveNoDotsButTheirStepsCount() {
+    StoreFixture f;
+    f.insert({{1, "front", "GET /r/1", kT0 + 1000 * kMs, 10 * kMs},
+              txray::test::unattributed_container(2, kT0 + 2000 * kMs,
+                                                  {{"HTTP_CALL", -1, 1 * kMs, 1 * kMs, 0, 2 * kMs, "http://back/b/1"},
+                                                   {"SOCKET"},
+                                                   {"HTTP_CALL", -1, 5 * kMs, 4 * kMs, 0, 2 * kMs, "http://back/b/2"}}),
+              {3, "front", "GET /r/3", kT0 + 3000 * kMs, 10 * kMs},
+              txray::test::unattributed_container(4, kT0 + 4000 * kMs, {{"DNS", -1, 0, 0, 0, 0, "back"}})});
+    // Calls folded past the step limit count too.
+    f.exec("INSERT INTO step_summaries(tx_id, kind, count, elapsed_ns) VALUES (4, 'HTTP_CALL', 40, 1000)");
+    Store s(f.path());
+    QCOMPARE(s.count(), int64_t(2));
+    PointBatch b = s.load_points(0, 3);  // three rows: two dots, one container
+    QCOMPARE(b.points.size(), size_t(2));
+    QCOMPARE(b.points[1].id, int64_t(3));
+    QVERIFY(b.more);
+    QCOMPARE(b.unattributed, (KindCounts{{"HTTP_CALL", 2}, {"SOCKET", 1}}));
+    PointBatch rest = s.load_points(b.last_id, 3);
+    QCOMPARE(rest.points.size(), size_t(0));
+    QCOMPARE(rest.last_id, int64_t(4));  // polling goes on after the container
+    QVERIFY(!rest.more);
+    QCOMPARE(rest.unattributed, (KindCounts{{"DNS", 1}, {"HTTP_CALL", 40}}));
+    PointSet ps;
+    ps.append(b);
+    ps.append(rest);
+    QCOMPARE(ps.size(), size_t(2));
+    QCOMPARE(ps.unattributed_steps(), int64_t(44));
+    // A box around everything lists the transactions only.
+    const auto rows = s.query_box({kT0, kT0 + 5000 * kMs, 0, 10000 * kMs}, 1, 4);
+    QCOMPARE(rows.size(), size_t(2));
+    QCOMPARE(rows[1].id, int64_t(3));
+  }
+
+  // The first load in two halves (two threads) counts the containers of both halves, also when a half
+  // holds containers only.
+  void loadInTwoHalvesCountsTheContainersOfBoth() {
+    for (const bool upper_only_containers : {false, true}) {
+      StoreFixture f;
+      std::vector<TxSpec> rows;
+      for (int i = 1; i <= 200; ++i) {
+        const bool container = i % 10 == 0 || (upper_only_containers && i > 100);
+        rows.push_back(container ? txray::test::unattributed_container(i, kT0 + i * kMs, {{"HTTP_CALL"}, {"DNS"}})
+                                 : TxSpec{i, "shop", "GET /a", kT0 + i * kMs, kMs});
+      }
+      f.insert(rows);
+      const int64_t dots = upper_only_containers ? 90 : 180, containers = 200 - dots;
+      Loader::parallel_from = 100;
+      Loader loader;
+      PointSet merged;
+      connect(&loader, &Loader::pointsLoaded, this, [&](const PointBatchPtr& b) { merged.append(*b); });
+      loader.open(QString::fromStdString(f.path()));
+      loader.poll();
+      Loader::parallel_from = 300000;
+      QCOMPARE(static_cast<int64_t>(merged.size()), dots);
+      QCOMPARE(merged.unattributed_steps(), 2 * containers);
+      QCOMPARE(merged.unattributed_by_kind(), (KindCounts{{"DNS", containers}, {"HTTP_CALL", containers}}));
+      QCOMPARE(merged.last_id(), int64_t(200));
+    }
+  }
+
   void boxQueryReturnsExactlyTheRowsInside() {
     StoreFixture f;
     std::vector<TxSpec> txs;

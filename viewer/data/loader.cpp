@@ -29,7 +29,7 @@ void Loader::poll() {
       auto batch = std::make_shared<PointBatch>(store_->load_points(last_id_, kChunk));
       last_id_ = batch->last_id;
       const bool more = batch->more;
-      if (!batch->points.empty()) emit pointsLoaded(batch);
+      if (!batch->points.empty() || !batch->unattributed.empty()) emit pointsLoaded(batch);
       if (!more) break;
     }
   } catch (const std::exception& e) {
@@ -54,7 +54,8 @@ void Loader::load_in_two_halves(int64_t max_id) {
       PointBatch lower = store_->load_points(last_id_, kChunk, mid);
       last_id_ = std::max(last_id_, lower.last_id);
       more = lower.more;
-      if (!lower.points.empty()) emit pointsLoaded(std::make_shared<PointBatch>(std::move(lower)));
+      if (!lower.points.empty() || !lower.unattributed.empty())
+        emit pointsLoaded(std::make_shared<PointBatch>(std::move(lower)));
     }
   } catch (...) {
     helper.join();
@@ -67,8 +68,11 @@ void Loader::load_in_two_halves(int64_t max_id) {
   std::vector<uint16_t> name_map;
   for (const auto& a : upper.apps) app_map.push_back(static_cast<uint8_t>(store_->app_index(a)));
   for (const auto& n : upper.names) name_map.push_back(static_cast<uint16_t>(store_->name_index(n)));
-  for (size_t at = 0; at < upper.points.size(); at += static_cast<size_t>(kChunk)) {
+  // The upper half's unattributed steps ride on its first batch (a batch of no dots when it has none).
+  for (size_t at = 0; at < upper.points.size() || (at == 0 && !upper.unattributed.empty());
+       at += static_cast<size_t>(kChunk)) {
     auto batch = std::make_shared<PointBatch>();
+    if (at == 0) batch->unattributed = std::move(upper.unattributed);
     const size_t end = std::min(upper.points.size(), at + static_cast<size_t>(kChunk));
     batch->points.assign(upper.points.begin() + static_cast<std::ptrdiff_t>(at),
                          upper.points.begin() + static_cast<std::ptrdiff_t>(end));
@@ -76,7 +80,8 @@ void Loader::load_in_two_halves(int64_t max_id) {
       p.app = app_map[p.app];
       p.name = name_map[p.name];
     }
-    last_id_ = std::max(last_id_, batch->points.back().id);
+    if (!batch->points.empty()) last_id_ = std::max(last_id_, batch->points.back().id);
+    if (end == upper.points.size()) last_id_ = std::max(last_id_, upper.last_id);  // containers after the last dot
     batch->last_id = last_id_;
     batch->apps = store_->apps();
     batch->names = store_->names();

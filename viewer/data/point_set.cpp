@@ -13,6 +13,10 @@ void PointSet::append(const PointBatch& batch) {
   apps_ = batch.apps;
   names_ = batch.names;
   last_id_ = std::max(last_id_, batch.last_id);
+  for (const auto& [kind, n] : batch.unattributed) {
+    unattributed_[kind] += n;
+    unattributed_steps_ += n;
+  }
   if (batch.points.empty()) return;
   const size_t old = points_.size();
   points_.insert(points_.end(), batch.points.begin(), batch.points.end());
@@ -31,6 +35,8 @@ void PointSet::clear() {
   apps_.clear();
   names_.clear();
   last_id_ = 0;
+  unattributed_.clear();
+  unattributed_steps_ = 0;
 }
 
 std::pair<size_t, size_t> PointSet::range(int64_t t0, int64_t t1) const {

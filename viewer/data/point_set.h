@@ -31,6 +31,9 @@ class PointSet {
   int64_t max_end() const { return points_.empty() ? 0 : points_.back().end_ns; }
   const std::vector<std::string>& apps() const { return apps_; }
   const std::vector<std::string>& names() const { return names_; }
+  // Steps the agent could not attribute to any request, in the rows loaded so far (no dots: types.h).
+  int64_t unattributed_steps() const { return unattributed_steps_; }
+  const KindCounts& unattributed_by_kind() const { return unattributed_; }
 
   // Index range [first, last) of dots with t0 <= end <= t1.
   std::pair<size_t, size_t> range(int64_t t0, int64_t t1) const;
@@ -50,6 +53,8 @@ class PointSet {
   std::vector<TxPoint> points_;
   std::vector<std::string> apps_, names_;
   int64_t last_id_ = 0;
+  KindCounts unattributed_;
+  int64_t unattributed_steps_ = 0;
 };
 
 }  // namespace txray::viewer

@@ -50,7 +50,10 @@ Store::Store(const std::string& path) : path_(path) {
   }
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_finalize(count_unattributed_);
+  sqlite3_close(db_);
+}
 
 sqlite3_stmt* Store::prepare(const char* sql) {
   sqlite3_stmt* st = nullptr;
@@ -85,22 +88,31 @@ int64_t Store::max_id() {
 }
 
 PointBatch Store::load_points(int64_t after_id, int64_t limit, int64_t until_id) {
-  Stmt st{prepare("SELECT id, end_unix_ns, elapsed_ns, status, error IS NOT NULL, app, name FROM transactions "
-                  "WHERE id > ? AND id <= ? ORDER BY id LIMIT ?")};
+  Stmt st{prepare("SELECT id, end_unix_ns, elapsed_ns, status, error IS NOT NULL, app, name, kind IS 'unattributed' "
+                  "FROM transactions WHERE id > ? AND id <= ? ORDER BY id LIMIT ?")};
   sqlite3_bind_int64(st, 1, after_id);
   sqlite3_bind_int64(st, 2, until_id);
   sqlite3_bind_int64(st, 3, limit + 1);
   PointBatch batch;
   batch.last_id = after_id;
   batch.points.reserve(static_cast<size_t>(std::min<int64_t>(limit, 1 << 20)));
+  std::vector<int64_t> containers;
+  int64_t rows = 0;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (static_cast<int64_t>(batch.points.size()) == limit) {
+    if (rows == limit) {
       batch.more = true;
       break;
     }
+    ++rows;
+    const int64_t id = sqlite3_column_int64(st, 0);
+    batch.last_id = id;
+    if (sqlite3_column_int(st, 7)) {  // a container: steps to count, not a dot
+      containers.push_back(id);
+      continue;
+    }
     TxPoint p;
-    p.id = sqlite3_column_int64(st, 0);
+    p.id = id;
     p.end_ns = sqlite3_column_int64(st, 1);
     p.elapsed_ns = sqlite3_column_int64(st, 2);
     p.error = (sqlite3_column_int(st, 3) >= 500 || sqlite3_column_int(st, 4)) ? 1 : 0;
@@ -108,19 +120,33 @@ PointBatch Store::load_points(int64_t after_id, int64_t limit, int64_t until_id)
     p.name = static_cast<uint16_t>(
         intern(name_index_, names_, sqlite3_column_text(st, 6), sqlite3_column_bytes(st, 6), 65536));
     batch.points.push_back(p);
-    batch.last_id = p.id;
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
+  for (int64_t id : containers) count_unattributed(id, batch.unattributed);
   batch.apps = apps_;
   batch.names = names_;
   return batch;
+}
+
+void Store::count_unattributed(int64_t id, KindCounts& out) {
+  if (!count_unattributed_)
+    count_unattributed_ = prepare("SELECT kind, count(*) FROM steps WHERE tx_id = ?1 AND kind NOT IN ('START', 'END') "
+                                  "GROUP BY kind UNION ALL SELECT kind, sum(count) FROM step_summaries "
+                                  "WHERE tx_id = ?1 AND kind NOT IN ('START', 'END') GROUP BY kind");
+  sqlite3_stmt* st = count_unattributed_;
+  sqlite3_bind_int64(st, 1, id);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) out[text_of(st, 0)] += sqlite3_column_int64(st, 1);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
 }
 
 std::vector<TxSummary> Store::query_box(const Box& box, int64_t min_id, int64_t max_id) {
   // The unary + keeps SQLite on the id range (a contiguous walk of the table) rather than the end index.
   Stmt st{prepare("SELECT id, end_unix_ns, app, name, elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, status, "
                   "error, client_addr FROM transactions WHERE id BETWEEN ? AND ? "
-                  "AND +end_unix_ns BETWEEN ? AND ? AND +elapsed_ns BETWEEN ? AND ? ORDER BY id")};
+                  "AND +end_unix_ns BETWEEN ? AND ? AND +elapsed_ns BETWEEN ? AND ? "
+                  "AND kind IS NOT 'unattributed' ORDER BY id")};
   sqlite3_bind_int64(st, 1, min_id);
   sqlite3_bind_int64(st, 2, max_id);
   sqlite3_bind_int64(st, 3, box.t0);
@@ -236,7 +262,7 @@ std::optional<Profile> Store::load_profile(int64_t id) {
 }
 
 int64_t Store::count() {
-  Stmt st{prepare("SELECT COUNT(*) FROM transactions")};
+  Stmt st{prepare("SELECT COUNT(*) FROM transactions WHERE kind IS NOT 'unattributed'")};
   return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 

@@ -26,7 +26,8 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Up to `limit` transactions with after_id < id <= until_id, in id order.
+  // The transactions among the next `limit` rows with after_id < id <= until_id, in id order, and the
+  // unattributed steps of the containers among those rows (types.h: PointBatch).
   PointBatch load_points(int64_t after_id, int64_t limit, int64_t until_id = INT64_MAX);
   // Index of an application / a name in this Store's dictionaries (added when new); used to merge the
   // points another Store (another thread) read into this one's numbering.
@@ -41,7 +42,7 @@ class Store {
   std::vector<TxSummary> query_box(const Box& box, int64_t min_id, int64_t max_id);
   // The profile of transaction `id`; nullopt when there is no such transaction.
   std::optional<Profile> load_profile(int64_t id);
-  int64_t count();
+  int64_t count();  // transactions (containers of unattributed steps not included)
 
  private:
   struct Hash {
@@ -51,8 +52,11 @@ class Store {
   using Dict = std::unordered_map<std::string, int, Hash, std::equal_to<>>;
   int intern(Dict& dict, std::vector<std::string>& list, const unsigned char* text, int len, int max);
   sqlite3_stmt* prepare(const char* sql);
+  // Adds the unattributed steps of container `id` (START and END rows left out, folded steps included).
+  void count_unattributed(int64_t id, KindCounts& out);
 
   sqlite3* db_ = nullptr;
+  sqlite3_stmt* count_unattributed_ = nullptr;  // prepared on first use (a store may hold many containers)
   std::string path_;
   Dict app_index_, name_index_;
   std::vector<std::string> apps_, names_;

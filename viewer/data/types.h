@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,13 +20,19 @@ struct TxPoint {
   uint8_t error;       // 1 when the transaction failed (error text, or status >= 500)
 };
 
-// New rows of the transactions table (id > the previous batch's last id), in id order.
+// Step kind -> count.
+using KindCounts = std::map<std::string, int64_t>;
+
+// New rows of the transactions table (id > the previous batch's last id), in id order. Rows of kind
+// 'unattributed' are no transactions but containers of the steps the agent could not attribute to any
+// request (docs/schema.md): they give no dot, only their steps' counts.
 struct PointBatch {
   std::vector<TxPoint> points;
   std::vector<std::string> apps;   // the whole dictionary so far (index = TxPoint::app)
   std::vector<std::string> names;  // the whole dictionary so far (index = TxPoint::name)
-  int64_t last_id = 0;             // max(id) seen so far
+  int64_t last_id = 0;             // max(id) seen so far (containers included)
   bool more = false;               // true when the store has more rows to load right now
+  KindCounts unattributed;         // unattributed steps of the containers among these rows, per step kind
 };
 
 // A rectangle of the scatter in data coordinates (inclusive bounds).

@@ -289,6 +289,18 @@ QString MainWindow::statusText() const { return status_->text(); }
 void MainWindow::updateStatus() {
   QString s = error_.isEmpty() ? QString() : tr("Error: %1  ·  ").arg(error_);
   s += tr("%L1 transactions").arg(points_.size());
+  // Steps of no transaction (the data layer counts them as it loads): said, never drawn.
+  QString unattributed;
+  if (const int64_t n = points_.unattributed_steps(); n > 0) {
+    s += tr("  ·  %L1 unattributed steps").arg(n);
+    for (const auto& [kind, count] : points_.unattributed_by_kind())
+      unattributed += tr("%1%2 %L3").arg(unattributed.isEmpty() ? "" : ", ", QString::fromStdString(kind)).arg(count);
+    unattributed = tr("Unattributed steps: %1.\nSteps the agent saw but could not attribute to any request (for "
+                      "instance a call made while several requests were in flight on one event-loop thread); they "
+                      "are in no transaction. txray show --unattributed lists them.")
+                       .arg(unattributed);
+  }
+  status_->setToolTip(unattributed);
   s += tr("  ·  %1").arg(scatter_->describe());
   if (scatter_->selection()) {
     s += tr("  ·  box: %L1 dots, list: %L2 rows").arg(box_count_).arg(list_->model()->rowCount());

@@ -246,6 +246,27 @@ TEST_F(AttributionTest, ContainerRotatesIntoAnUnattributedTransaction) {
   EXPECT_EQ(Collected::txs.size(), before);
 }
 
+TEST_F(AttributionTest, AFullContainerIsSentRatherThanFolded) {
+  unattr::rotate(false);  // start empty
+  size_t before = Collected::txs.size();
+  const int steps = int(unattr::container()->max_rows) * 5 / 2;  // 2.5 containers
+  on_thread([&] {
+    for (int i = 0; i < steps; ++i) sql_step();
+  });
+  unattr::rotate(false);
+  int sql = 0, summarized = 0, containers = 0;
+  for (size_t i = before; i < Collected::txs.size(); ++i) {
+    const Transaction& t = *Collected::txs[i];
+    if (t.kind != "unattributed") continue;
+    ++containers;
+    sql += count(&t, StepKind::SQL);
+    for (const StepSummary& x : t.summary) summarized += int(x.count);
+  }
+  EXPECT_GE(containers, 3);
+  EXPECT_EQ(sql, steps);  // every step kept as a row of its own
+  EXPECT_EQ(summarized, 0);
+}
+
 TEST(HintProtocol, ParsesWhatTheShimsSendAndRejectsTheRest) {
   hint::Message m;
   EXPECT_TRUE(hint::parse("R12:3", 32, &m));

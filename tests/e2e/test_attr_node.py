@@ -1,0 +1,39 @@
+"""Attribution in a Node.js front (issue 10): an http server on one event-loop thread calling a threaded
+back-end once per request, under `txray run` (so with agent/runtimes/node preloaded through NODE_OPTIONS),
+24 keep-alive clients at once, a unique id per request. Every call is in its own request's transaction or
+unattributed, never in another's; >= 99% exact; unattributed calls = missing calls (attribution.py)."""
+import os
+import shutil
+import unittest
+
+from attribution import ATTR, run_front
+from txraytest import AGENT, TxrayTestCase
+
+NODE = shutil.which("node") or "/usr/bin/node"
+SHIM = os.path.join(os.path.dirname(AGENT), "txray", "runtimes", "node", "txray-hints.js")
+
+
+@unittest.skipUnless(os.path.exists(AGENT) and os.path.exists(NODE), "needs the agent and node")
+class NodeAttribution(TxrayTestCase):
+    def setUp(self):
+        super().setUp()
+        self.assertTrue(os.path.exists(SHIM), f"the node shim is not staged at {SHIM}")
+
+    def test_http_agent_keepalive_pool(self):
+        """http.get through http.Agent({keepAlive: true, maxSockets: 8}): requests queue for the 8 sockets
+        and are written from the callbacks of other requests' responses."""
+        run_front(self, "node-agent", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent"])
+
+    def test_global_fetch(self):
+        """The global fetch (undici and its own keep-alive pool)."""
+        run_front(self, "node-fetch", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "fetch"])
+
+    def test_without_the_shim_never_wrong(self):
+        """TXRAY_RUNTIME_HINTS=0: the agent's native rules alone. Calls a pool writes from another request's
+        callback, or a timer, are unattributed, never in another request's transaction."""
+        run_front(self, "node-noshim", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent"],
+                  shim=False)
+
+
+if __name__ == "__main__":
+    unittest.main()

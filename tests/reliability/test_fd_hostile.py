@@ -1,0 +1,74 @@
+"""Programs that treat the descriptor table as theirs alone (issue 12): each runs bare and under the agent,
+must behave identically (same responses, which carry the descriptor numbers it saw, same output and exit
+status), and under the agent its requests after the hostile act are stored. Under the agent each runs
+twice: with the agent's connection in a private descriptor table (the default) and in the program's own
+table (TXRAY_FD_TABLE=shared: what happens where unshare() is refused)."""
+import os
+
+from reltools import SUBJECTS, Run, get, subject
+from txraytest import PYTHON, Collector, TxrayTestCase, check_sums, show_json, wait_transactions
+
+MODES = ("private", "shared")
+
+
+class FdHostile(TxrayTestCase):
+    def collector(self, tag):
+        return Collector(self.tmp, endpoint=f"ipc://{self.tmp}/{tag}.sock", db=f"{self.tmp}/{tag}.db")
+
+    def stored_names(self, c, n):
+        wait_transactions(c.db, n)
+        txs = show_json(c.db, "--last", "100")
+        for t in txs:
+            check_sums(self, t)
+        return sorted(t["name"] for t in txs)
+
+    def compare(self, argv, paths, check_bare, app, shared_view=lambda body: body):
+        """Runs argv bare, then under the agent in each mode; the traced runs must match the bare one and
+        store a transaction per path. shared_view: what of each body must match in the shared mode."""
+        def run(endpoint, mode=None):
+            r = Run(self, argv, endpoint, app=app, extra_env={"TXRAY_FD_TABLE": mode} if mode else None)
+            bodies = [get(r.port, p) for p in paths]
+            return r.finish(), bodies
+
+        bare, bare_bodies = run(None)
+        check_bare(bare, bare_bodies)
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                with self.collector(f"{app}-{mode}") as c:
+                    traced, traced_bodies = run(c.endpoint, mode)
+                    names = self.stored_names(c, len(paths))
+                self.assertEqual((traced.rc, traced.out, traced.err), (bare.rc, bare.out, bare.err))
+                view = shared_view if mode == "shared" else (lambda body: body)
+                # Same descriptor numbers seen by the program.
+                self.assertEqual([view(b) for b in traced_bodies], [view(b) for b in bare_bodies])
+                self.assertEqual(names, sorted(f"GET {p}" for p in paths))
+
+    def test_dup2_devnull_over_every_descriptor_it_did_not_open(self):
+        # Was: killed by an abort inside libzmq (signaler.cpp:348) once its eventfds became /dev/null.
+        def check_bare(bare, bodies):
+            self.assertEqual((bare.rc, bare.out), (0, "served 5\n"), bare.err)
+        # In the shared table a connection attempt holds the lowest free number for a few microseconds
+        # (then moves to the top): an accept() or open() in that instant gets the next number.
+        self.compare([PYTHON, os.path.join(SUBJECTS, "dup2_server.py"), "PORT", 2, 3],
+                     [f"/r{i}" for i in range(5)], check_bare, "dup2",
+                     shared_view=lambda body: body.split(b" ")[0])
+
+    def test_daemon_with_0_1_2_closed_keeps_logging_there(self):
+        # Was: abort (mailbox.cpp:99): the transport took 1 and 2, and the log lines landed in its eventfds.
+        def check_bare(bare, bodies):
+            self.assertEqual(bare.rc, 0)
+            self.assertIn(b"conn=1 log=0:EPIPE,1:EBADF,2:EBADF", bodies[-1])
+        # In the shared table, the connection is made at the lowest free number (2 here) and moved to the
+        # top microseconds later: a log line written in that instant fails with ENOTCONN instead of EBADF.
+        # The private table (the default) has no such instant.
+        self.compare([subject("low_fds_daemon"), "PORT", 4], [f"/r{i}" for i in range(4)], check_bare, "lowfds",
+                     shared_view=lambda body: body.split(b" log=")[0])
+
+    def test_next_open_is_the_lowest_number_after_every_kind_of_sweep(self):
+        # Was: 6 descriptors left open, next open() 9. closefrom() has no exception: the subject moves its
+        # listening socket to 3 first, so 4 is the lowest free number there.
+        for how, lowest in (("close_range", 3), ("closefrom", 4), ("proc_walk", 3)):
+            with self.subTest(how=how):
+                def check_bare(bare, bodies):
+                    self.assertEqual(bare.out, f"next_open={lowest}\nserved 2\n")
+                self.compare([subject("fd_sweeper"), "PORT", how], ["/before", "/after"], check_bare, how)
