@@ -71,6 +71,41 @@ void store_one_by_one(Writer& writer, std::vector<DecodedBatch>& group, int64_t 
   }
 }
 
+// SQLite reports a full disk (ENOSPC on the database or its WAL) as SQLITE_FULL.
+bool is_disk_full(const std::exception& e) { return std::strstr(e.what(), "database or disk is full") != nullptr; }
+
+// The disk is full: keep the group and try it again every second until it is stored (true), or until the
+// collector stops with the disk still full (false: the caller counts the group lost). Meanwhile the queue
+// fills, the receiver waits, and the agents drop and count: nothing the collector accepted is lost to a
+// full disk that frees up again.
+bool wait_for_space(Writer& writer, std::vector<DecodedBatch>& group, int64_t now, BoundedQueue<DecodedBatch>& queue,
+                    CollectStats& stats) {
+  using namespace std::chrono_literals;
+  if (stats.disk_full_since_ns.load() == 0) {
+    stats.disk_full_since_ns = unix_now_ns();
+    std::fprintf(stderr, "txray collect: the disk is full: keeping %zu batches and trying again every second\n",
+                 group.size());
+  }
+  while (!queue.closed()) {
+    std::this_thread::sleep_for(1s);
+    try {
+      writer.begin();
+      WriteCounts total;
+      for (auto& b : group) add(total, writer.write(*b.batch, now));
+      writer.commit();
+      count_stored(stats, total);
+      double secs = (unix_now_ns() - stats.disk_full_since_ns.load()) / 1e9;
+      stats.disk_full_since_ns = 0;
+      std::fprintf(stderr, "txray collect: space again after %.0f s: stored the %zu batches kept\n", secs, group.size());
+      return true;
+    } catch (const std::exception& e) {
+      writer.rollback();
+      if (!is_disk_full(e)) return false;
+    }
+  }
+  return false;
+}
+
 // Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
 // commit_window of time, whichever comes first, or until the queue stays empty for commit_idle. Each batch is written as soon as it is popped (the
 // SQLite transaction stays open meanwhile), and kept until the commit in case it must be retried.
@@ -104,6 +139,7 @@ void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const Collec
       count_stored(stats, total);
     } catch (const std::exception& e) {
       writer.rollback();
+      if (is_disk_full(e) && wait_for_space(writer, group, now, queue, stats)) continue;
       std::fprintf(stderr, "txray collect: could not store %zu batches together (%s); trying one by one\n",
                    group.size(), e.what());
       store_one_by_one(writer, group, now, stats);
@@ -114,14 +150,17 @@ void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const Collec
 void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
                   bool final_line) {
   uint64_t recv = s.received_tx, stored = s.stored_tx;
+  std::string full;
+  if (int64_t since = s.disk_full_since_ns.load(); since != 0)
+    full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
-               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu\n",
+               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
                secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
                s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
-               s.refused_peers.load(), s.unlisted_keys.load(), queued);
+               s.refused_peers.load(), s.unlisted_keys.load(), queued, full.c_str());
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
