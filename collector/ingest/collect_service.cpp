@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -106,10 +107,77 @@ bool wait_for_space(Writer& writer, std::vector<DecodedBatch>& group, int64_t no
   return false;
 }
 
+// The store as the writer thread sees it: the connection, the writer, the checkpointer — and the file
+// they were opened on. A store removed or replaced under the collector (rm, mv) would otherwise take
+// every later commit into an unlinked file that nobody can read: between groups the writer checks that
+// the path still names the file it writes, and if not, reopens the path (creating a new store there).
+class StoreSession {
+ public:
+  explicit StoreSession(const std::string& path) : path_(path) { open(); }
+  ~StoreSession() { close(); }
+
+  Writer& writer() { return *writer_; }
+
+  // At most ten times a second: a stat() of the path, compared with the file opened.
+  void follow_path() {
+    auto now = Clock::now();
+    if (now - last_check_ < std::chrono::milliseconds(100)) return;
+    last_check_ = now;
+    struct stat st;
+    bool gone = ::stat(path_.c_str(), &st) != 0;
+    if (!gone && st.st_dev == dev_ && st.st_ino == ino_) return;
+    std::fprintf(stderr, "txray collect: %s was %s under the collector: %s it\n", path_.c_str(),
+                 gone ? "removed" : "replaced", gone ? "creating a new store in place of" : "storing into");
+    close();
+    try {
+      open();
+    } catch (const std::exception& e) {
+      // Not a txray store, a directory, no permission…: stored batches fail and are counted lost until the
+      // path is usable again (checked again on the next group).
+      std::fprintf(stderr, "txray collect: %s\n", e.what());
+      dev_ = ino_ = 0;
+    }
+  }
+
+  void stop() {
+    if (ckpt_) ckpt_->stop();  // after the last commit: leaves the file with an empty WAL
+  }
+
+  bool usable() const { return writer_ != nullptr; }
+
+ private:
+  void open() {
+    db_ = open_store(path_, OpenMode::kCreate);
+    db_.exec("PRAGMA wal_autocheckpoint=0");  // checkpoints run on the checkpointer's thread
+    ckpt_ = std::make_unique<Checkpointer>(path_, std::chrono::milliseconds(500));
+    writer_ = std::make_unique<Writer>(db_);
+    struct stat st;
+    if (::stat(path_.c_str(), &st) == 0) {
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+    }
+  }
+
+  // The checkpointer first, the main connection last: its close checkpoints and removes the -wal and -shm.
+  void close() {
+    ckpt_.reset();
+    writer_.reset();
+    db_ = Db();
+  }
+
+  std::string path_;
+  Db db_;
+  std::unique_ptr<Checkpointer> ckpt_;
+  std::unique_ptr<Writer> writer_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  Clock::time_point last_check_ = Clock::now();
+};
+
 // Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
 // commit_window of time, whichever comes first, or until the queue stays empty for commit_idle. Each batch is written as soon as it is popped (the
 // SQLite transaction stays open meanwhile), and kept until the commit in case it must be retried.
-void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
+void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
                  CollectStats& stats) {
   using namespace std::chrono_literals;
   while (true) {
@@ -118,6 +186,12 @@ void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const Collec
       if (queue.closed_and_empty()) return;
       continue;
     }
+    store.follow_path();
+    if (!store.usable()) {  // the path names no usable store (reported by follow_path)
+      stats.lost_tx += static_cast<uint64_t>(first->batch->transactions_size());
+      continue;
+    }
+    Writer& writer = store.writer();
     std::vector<DecodedBatch> group;
     group.push_back(std::move(*first));
     int64_t now = unix_now_ns();
@@ -349,24 +423,14 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   }
 
   // The keys and the endpoint were fine: now the store (so that a refused start creates no file).
-  Db db;
+  std::unique_ptr<StoreSession> store;
   try {
-    db = open_store(opts.db, OpenMode::kCreate);
+    store = std::make_unique<StoreSession>(opts.db);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "txray collect: %s\n", e.what());
     return 2;
   }
 
-  std::unique_ptr<Checkpointer> checkpointer;
-  try {
-    db.exec("PRAGMA wal_autocheckpoint=0");  // checkpoints run on the checkpointer's thread
-    checkpointer = std::make_unique<Checkpointer>(opts.db, std::chrono::milliseconds(500));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "txray collect: %s\n", e.what());
-    return 2;
-  }
-
-  Writer writer(db);
   BoundedQueue<DecodedBatch> queue(opts.queue_batches, opts.queue_bytes);
   std::thread writer_thread([&] {
     // Signals go to the receiving thread, which turns them into a clean stop.
@@ -374,7 +438,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     pthread_setname_np(pthread_self(), "txray-writer");  // named for top/perf and the ingest benchmark
-    writer_loop(writer, queue, opts, stats);
+    writer_loop(*store, queue, opts, stats);
   });
 
   std::fprintf(stderr, "txray collect: listening on %s, storing into %s\n", opts.listen.c_str(), opts.db.c_str());
@@ -446,7 +510,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     stats.unlisted_keys = zap->denied();
     zap->stop();
   }
-  checkpointer->stop();  // after the last commit: leaves the file with an empty WAL
+  store->stop();
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
   print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
   return 0;
