@@ -145,7 +145,10 @@ void release(uint64_t handle) {
 void after_fork_child() {
   t_state = ThreadState{};
   t_window_fd = -1;
-  for (Capture& c : g_captures) {
+  uint32_t used = g_next_capture.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < kCaptures && i < used; ++i) {
+    Capture& c = g_captures[i];
+    if (!c.tx.load(std::memory_order_relaxed)) continue;
     c.tx.store(nullptr, std::memory_order_relaxed);  // the parent's: never ended nor freed here
     c.gen.fetch_add(1, std::memory_order_relaxed);
   }

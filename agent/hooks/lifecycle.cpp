@@ -62,6 +62,7 @@ void at_exit() {
   if (g_exit_done.exchange(true)) return;
   if (!txray::hooks::g_enabled.load() || !txray::hooks::in_this_process()) return;
   int saved = errno;
+  txray::transport::begin_exit();
   end_open_connections();
   if (txray::Transaction* t = txray::tx::process_transaction()) {
     int status = g_exit_status_known.load() ? g_exit_status.load() : 0;

@@ -1,12 +1,61 @@
 #include "curve_client.h"
 
-#include <sodium.h>
+#include <dlfcn.h>
+#include <sodium.h>  // types and sizes only: the functions come from dlopen (below)
 
 #include <cstring>
+#include <mutex>
+#include <type_traits>
 #include <vector>
 
 namespace txray::transport {
 namespace {
+
+// libsodium is loaded when a CURVE connection is first made, not linked: a traced program without
+// CURVE keys maps nothing of it (the agent itself depends on libc only).
+struct Sodium {
+  int (*init)();
+  int (*keypair)(unsigned char*, unsigned char*);
+  int (*box_easy)(unsigned char*, const unsigned char*, unsigned long long, const unsigned char*,
+                  const unsigned char*, const unsigned char*);
+  int (*open_easy)(unsigned char*, const unsigned char*, unsigned long long, const unsigned char*,
+                   const unsigned char*, const unsigned char*);
+  int (*beforenm)(unsigned char*, const unsigned char*, const unsigned char*);
+  int (*easy_afternm)(unsigned char*, const unsigned char*, unsigned long long, const unsigned char*,
+                      const unsigned char*);
+  int (*open_easy_afternm)(unsigned char*, const unsigned char*, unsigned long long, const unsigned char*,
+                           const unsigned char*);
+  void (*random)(void*, size_t);
+  void (*memzero)(void*, size_t);
+  int (*scalarmult_base)(unsigned char*, const unsigned char*);
+  bool ok = false;
+};
+
+const Sodium& sodium() {
+  static Sodium s;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* h = dlopen("libsodium.so.23", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    bool all = true;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      all = all && fn;
+    };
+    get(s.init, "sodium_init");
+    get(s.keypair, "crypto_box_keypair");
+    get(s.box_easy, "crypto_box_easy");
+    get(s.open_easy, "crypto_box_open_easy");
+    get(s.beforenm, "crypto_box_beforenm");
+    get(s.easy_afternm, "crypto_box_easy_afternm");
+    get(s.open_easy_afternm, "crypto_box_open_easy_afternm");
+    get(s.random, "randombytes_buf");
+    get(s.memzero, "sodium_memzero");
+    get(s.scalarmult_base, "crypto_scalarmult_base");
+    s.ok = all && s.init() >= 0;
+  });
+  return s;
+}
 
 void put_be64(uint8_t* p, uint64_t v) {
   for (int i = 7; i >= 0; --i, v >>= 8) p[i] = uint8_t(v);
@@ -26,19 +75,20 @@ void short_nonce(uint8_t nonce[crypto_box_NONCEBYTES], const char prefix[17], ui
 }  // namespace
 
 CurveClient::~CurveClient() {
-  sodium_memzero(secret_, sizeof secret_);
-  sodium_memzero(eph_secret_, sizeof eph_secret_);
-  sodium_memzero(shared_, sizeof shared_);
+  // explicit_bzero: not optimised away, and needs no libsodium when CURVE was never used
+  explicit_bzero(secret_, sizeof secret_);
+  explicit_bzero(eph_secret_, sizeof eph_secret_);
+  explicit_bzero(shared_, sizeof shared_);
 }
 
 bool CurveClient::init(const uint8_t server_public[kKeySize], const uint8_t client_public[kKeySize],
                        const uint8_t client_secret[kKeySize]) {
-  if (sodium_init() < 0) return false;
+  if (!sodium().ok) return false;
   memcpy(server_, server_public, kKeySize);
   memcpy(public_, client_public, kKeySize);
   memcpy(secret_, client_secret, kKeySize);
   nonce_ = peer_nonce_ = 0;
-  return crypto_box_keypair(eph_public_, eph_secret_) == 0;
+  return sodium().keypair(eph_public_, eph_secret_) == 0;
 }
 
 bool CurveClient::hello(uint8_t out[kHelloSize]) {
@@ -47,7 +97,7 @@ bool CurveClient::hello(uint8_t out[kHelloSize]) {
   short_nonce(nonce, "CurveZMQHELLO---", n);
   uint8_t zeros[64] = {};
   uint8_t box[64 + crypto_box_MACBYTES];
-  if (crypto_box_easy(box, zeros, sizeof zeros, nonce, server_, eph_secret_) != 0) return false;
+  if (sodium().box_easy(box, zeros, sizeof zeros, nonce, server_, eph_secret_) != 0) return false;
   memset(out, 0, kHelloSize);
   memcpy(out, "\x05HELLO", 6);
   out[6] = 1;  // CurveZMQ 1.0
@@ -65,22 +115,22 @@ bool CurveClient::welcome(const uint8_t* body, size_t n) {
   memcpy(nonce, "WELCOME-", 8);
   memcpy(nonce + 8, body + 8, 16);
   uint8_t plain[128];
-  if (crypto_box_open_easy(plain, body + 24, 144, nonce, server_, eph_secret_) != 0) return false;
+  if (sodium().open_easy(plain, body + 24, 144, nonce, server_, eph_secret_) != 0) return false;
   memcpy(server_eph_, plain, kKeySize);
   memcpy(cookie_, plain + 32, sizeof cookie_);
-  return crypto_box_beforenm(shared_, server_eph_, eph_secret_) == 0;
+  return sodium().beforenm(shared_, server_eph_, eph_secret_) == 0;
 }
 
 bool CurveClient::initiate(const uint8_t* metadata, size_t metadata_len, std::string* out) {
   // vouch = long nonce (16) + Box[C' + S](C->S')
   uint8_t vnonce[crypto_box_NONCEBYTES];
   memcpy(vnonce, "VOUCH---", 8);
-  randombytes_buf(vnonce + 8, 16);
+  sodium().random(vnonce + 8, 16);
   uint8_t vplain[64];
   memcpy(vplain, eph_public_, 32);
   memcpy(vplain + 32, server_, 32);
   uint8_t vbox[64 + crypto_box_MACBYTES];
-  if (crypto_box_easy(vbox, vplain, sizeof vplain, vnonce, server_eph_, secret_) != 0) return false;
+  if (sodium().box_easy(vbox, vplain, sizeof vplain, vnonce, server_eph_, secret_) != 0) return false;
 
   std::vector<uint8_t> plain(32 + 16 + sizeof vbox + metadata_len);
   memcpy(plain.data(), public_, 32);
@@ -96,8 +146,8 @@ bool CurveClient::initiate(const uint8_t* metadata, size_t metadata_len, std::st
   memcpy(o, "\x08INITIATE", 9);
   memcpy(o + 9, cookie_, 96);
   put_be64(o + 105, n);
-  bool ok = crypto_box_easy_afternm(o + 113, plain.data(), plain.size(), nonce, shared_) == 0;
-  sodium_memzero(plain.data(), plain.size());
+  bool ok = sodium().easy_afternm(o + 113, plain.data(), plain.size(), nonce, shared_) == 0;
+  explicit_bzero(plain.data(), plain.size());
   return ok;
 }
 
@@ -108,7 +158,7 @@ bool CurveClient::ready(const uint8_t* body, size_t n, std::string* metadata) {
   short_nonce(nonce, "CurveZMQREADY---", pn);
   size_t clen = n - 14;
   metadata->assign(clen - crypto_box_MACBYTES, '\0');
-  if (crypto_box_open_easy_afternm(reinterpret_cast<uint8_t*>(metadata->data()), body + 14, clen, nonce,
+  if (sodium().open_easy_afternm(reinterpret_cast<uint8_t*>(metadata->data()), body + 14, clen, nonce,
                                    shared_) != 0)
     return false;
   peer_nonce_ = pn;
@@ -126,11 +176,12 @@ bool CurveClient::seal(const void* data, size_t n, std::string* out) {
   auto* o = reinterpret_cast<uint8_t*>(out->data());
   memcpy(o, "\x07MESSAGE", 8);
   put_be64(o + 8, sn);
-  return crypto_box_easy_afternm(o + 16, plain.data(), plain.size(), nonce, shared_) == 0;
+  return sodium().easy_afternm(o + 16, plain.data(), plain.size(), nonce, shared_) == 0;
 }
 
 void derive_public_key(const uint8_t secret[32], uint8_t public_key[32]) {
-  crypto_scalarmult_base(public_key, secret);
+  if (sodium().ok) sodium().scalarmult_base(public_key, secret);
+  else memset(public_key, 0, 32);
 }
 
 bool z85_decode_key(const std::string& text, uint8_t out[32]) {

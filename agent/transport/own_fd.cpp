@@ -1,6 +1,7 @@
 #include "own_fd.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -46,9 +47,34 @@ int dup_high(int fd) {
   for (int base : {top - 1, top - 4, top - 16, top - 64, top / 2}) {
     if (base <= fd || base < 3) continue;
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, base);
-    if (moved >= 0) return moved;
+    if (moved >= 0 || errno == EBADF) return moved;
   }
+  errno = EMFILE;
   return -1;
+}
+
+// After a close the program made around the agent's socket(): does `fd` still hold the socket the agent
+// made (then `moved`, its copy, is the same file and still looks brand new: a non-blocking stream socket
+// of `domain`, unbound and unconnected)? The close the hooks noted was then the program's own, made just
+// before the socket() (a close is noted before and after the real call, so it cannot slip through).
+bool still_ours(int fd, int moved, int domain) {
+  struct stat a, b;
+  if (fstat(fd, &a) != 0 || fstat(moved, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return false;
+  int v = 0;
+  socklen_t l = sizeof v;
+  if (getsockopt(moved, SOL_SOCKET, SO_DOMAIN, &v, &l) != 0 || v != domain) return false;
+  l = sizeof v;
+  if (getsockopt(moved, SOL_SOCKET, SO_TYPE, &v, &l) != 0 || v != SOCK_STREAM) return false;
+  if (!(fcntl(moved, F_GETFL) & O_NONBLOCK)) return false;
+  sockaddr_storage ss;
+  l = sizeof ss;
+  if (getpeername(moved, reinterpret_cast<sockaddr*>(&ss), &l) == 0 || errno != ENOTCONN) return false;
+  l = sizeof ss;
+  if (getsockname(moved, reinterpret_cast<sockaddr*>(&ss), &l) != 0) return false;
+  if (domain == AF_UNIX) return l <= sizeof(sa_family_t);
+  if (domain == AF_INET) return reinterpret_cast<sockaddr_in*>(&ss)->sin_port == 0;
+  if (domain == AF_INET6) return reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port == 0;
+  return false;
 }
 
 }  // namespace
@@ -73,6 +99,8 @@ bool take_private_fd_table(bool shared, bool keep_stderr) {
 
 bool private_fd_table() { return g_private.load(std::memory_order_acquire); }
 
+void forget_private_fd_table() { g_private.store(false, std::memory_order_release); }
+
 int open_own_socket(int domain) {
   constexpr int kType = SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC;
   if (private_fd_table()) return socket(domain, kType, 0);
@@ -82,9 +110,13 @@ int open_own_socket(int domain) {
     fds::g_agent_opening.store(1, std::memory_order_seq_cst);
     int fd = socket(domain, kType, 0);
     int moved = fd >= 0 ? dup_high(fd) : -1;
+    bool closed_under_us = moved < 0 && errno == EBADF;
     fds::g_agent_opening.store(0, std::memory_order_seq_cst);
     if (fd < 0) return -1;
-    if (fd >= fds::g_closed_lo.load(std::memory_order_seq_cst) && fd <= fds::g_closed_hi.load(std::memory_order_seq_cst)) {
+    if (closed_under_us) continue;  // the program closed it (a sweep): nothing of ours is left there
+    bool noted = fd >= fds::g_closed_lo.load(std::memory_order_seq_cst) &&
+                 fd <= fds::g_closed_hi.load(std::memory_order_seq_cst);
+    if (noted && !(moved >= 0 && still_ours(fd, moved, domain))) {
       // The program closed this very number meanwhile (a sweep): the socket is gone, and the number
       // may hold the program's file now. Leave it; the copy at the top (if any) is one reference less.
       if (moved >= 0) sys_close(moved);

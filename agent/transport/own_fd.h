@@ -25,6 +25,8 @@ namespace txray::transport {
 bool take_private_fd_table(bool shared, bool keep_stderr);
 // Whether this process's agent thread has a private table (open_own_socket then neither moves nor marks).
 bool private_fd_table();
+// In a forked child: its agent thread (not the parent's, which does not exist there) decides anew.
+void forget_private_fd_table();
 
 // A stream socket for the agent (SOCK_NONBLOCK | SOCK_CLOEXEC). In the private table, a plain socket().
 // In the shared one: moved (F_DUPFD_CLOEXEC) to the highest free number below min(RLIMIT_NOFILE, 1024) —

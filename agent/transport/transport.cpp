@@ -35,13 +35,18 @@ constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attemp
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
 constexpr uint64_t kIdleSleepNs = 5'000'000;
 constexpr uint64_t kRotateNs = 1'000'000'000;       // unattributed steps are sent about once a second
+// A forked child whose first transaction ends this soon after the fork does not start the agent thread
+// for it: most such children exit right away, and flush() sends for them on the exiting thread (a
+// thread started in a fresh child cost 0.6-1.6 ms here, which doubled the time of fork-per-request
+// services). The thread starts with the next transaction after this time, or never.
+constexpr uint64_t kChildDeferNs = 100'000'000;
 
 // Everything one process's transport owns. A forked child gets a fresh one; the parent's is abandoned
 // (never freed in the child: its thread does not exist there).
 struct State {
   MpscQueue<Transaction> queue;
   Identity id;
-  std::atomic<int> thread_state{0};  // 0 not started, 1 running, 2 start failed
+  std::atomic<int> thread_state{0};  // 0 not started, 1 running, 2 start failed, 3 sent by flush() itself
   std::atomic<bool> exit_requested{false};
   std::atomic<uint64_t> exit_deadline_ns{~0ull};  // flush(): no wait of the agent thread goes past it
   std::atomic<uint32_t> exited{0};
@@ -52,6 +57,8 @@ struct State {
 
 std::atomic<State*> g_state{nullptr};
 std::atomic<bool> g_state_lazy{false};  // a forked child: g_state is made on first use
+std::atomic<uint64_t> g_forked_at_ns{0};  // when this process was forked (0: not a forked child)
+std::atomic<bool> g_exiting{false};       // begin_exit() was called: flush() sends on the exiting thread
 
 // Waits while *word == seen, at most timeout_ns (a futex: no descriptor, no lock).
 void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, uint64_t timeout_ns) {
@@ -229,6 +236,25 @@ void start_thread(State* st) {
 
 void sink(Transaction* t) { enqueue(t); }
 
+// Whether a first transaction should start the agent thread now (see kChildDeferNs, begin_exit()).
+bool thread_wanted() {
+  if (g_exiting.load(std::memory_order_acquire)) return false;
+  uint64_t forked = g_forked_at_ns.load(std::memory_order_relaxed);
+  return forked == 0 || clock::mono_ns() - forked >= kChildDeferNs;
+}
+
+// At exit, with no agent thread: the exiting thread does the agent thread's work itself — drains the
+// queue, connects (20 ms at most; refused: microseconds), sends, closes — as an agent thread for the
+// hooks (so its own calls are not traced), with its descriptor at the top of the program's table.
+void send_on_this_thread(State* st, uint64_t deadline) {
+  st->exit_deadline_ns.store(deadline, std::memory_order_release);
+  st->exit_requested.store(true, std::memory_order_seq_cst);
+  ThreadKind kind = hooks::t_kind;
+  hooks::mark_agent_thread();
+  Sender(st).run();
+  hooks::t_kind = kind;
+}
+
 // The process's State; in a forked child, made on first use (after_fork_child).
 State* state() {
   State* st = g_state.load(std::memory_order_acquire);
@@ -257,13 +283,24 @@ void enqueue(Transaction* t) {
     delete t;
     return;
   }
-  if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0)) start_thread(st);
+  if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0) && thread_wanted()) start_thread(st);
 }
+
+void begin_exit() { g_exiting.store(true, std::memory_order_release); }
 
 bool flush(uint32_t timeout_ms) {
   State* st = g_state.load(std::memory_order_acquire);
-  if (!st || st->thread_state.load() != 1) return true;
+  if (!st) return true;
   uint64_t deadline = clock::mono_ns() + uint64_t(timeout_ms) * 1'000'000;
+  int expected = 0;
+  if (st->thread_state.load() == 0) {
+    if (st->queue.empty()) return true;
+    if (st->thread_state.compare_exchange_strong(expected, 3)) {
+      send_on_this_thread(st, deadline);
+      return true;
+    }
+  }
+  if (st->thread_state.load() != 1) return true;
   st->exit_deadline_ns.store(deadline, std::memory_order_release);
   st->exit_requested.store(true, std::memory_order_seq_cst);
   // Everything already sent (or counted) and the thread idle: nothing to wait for. The kernel delivers
@@ -295,6 +332,8 @@ void after_fork_child() {
   // common case) pays nothing for it.
   g_state.store(nullptr, std::memory_order_release);
   g_state_lazy.store(true, std::memory_order_release);
+  g_forked_at_ns.store(clock::mono_ns(), std::memory_order_release);
+  forget_private_fd_table();  // the child's own agent thread, if any, takes its own
 }
 
 const Identity& identity() {

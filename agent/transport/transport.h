@@ -19,7 +19,11 @@ void init(const Identity& id);
 // full. Takes ownership.
 void enqueue(Transaction* t);
 
-// Process exit: wakes the agent thread, lets it send what is queued and close its socket, waiting at
+// Process exit is starting: transactions ended from now on do not start the agent thread (flush()
+// sends them on the exiting thread).
+void begin_exit();
+
+// Process exit: sends on the calling thread when no agent thread was started; otherwise wakes the agent thread, lets it send what is queued and close its socket, waiting at
 // most `timeout_ms`. Returns false when it did not finish in time (the process exits anyway).
 bool flush(uint32_t timeout_ms);
 

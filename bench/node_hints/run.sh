@@ -4,7 +4,9 @@
 #   bare        node alone;
 #   no shim     under the agent through `txray run` with TXRAY_RUNTIME_HINTS=0 (native rules only);
 #   shim        under the agent through `txray run`, which adds the hint shim to NODE_OPTIONS
-#               (agent/runtimes/node/txray-hints.js).
+#               (agent/runtimes/node/txray-hints.js);
+#   als         (only with MODES="bare noshim shim als") node alone with als_only.js: what the shim does
+#               per request besides hinting (an AsyncLocalStorage store entered per request).
 # Two servers: `compute` (per request WORK_ITERS iterations of arithmetic, then the answer) and `call`
 # (the same after one outbound GET over a keep-alive http.Agent to a bare local back-end, txray-burner
 # with no work). Load: txray-bench-loadgen, CONNS keep-alive connections for SECONDS_PER_RUN per run; its
@@ -15,7 +17,7 @@
 # follow the neighbours' load. Each round runs the three side by side (every other round in reverse
 # order); the added costs are medians of the per-round differences.
 # Usage: bench/node_hints/run.sh BUILD_DIR   (env: ROUNDS=9 SECONDS_PER_RUN=2 CONNS=8 WORK_ITERS=2000
-#        VARIANTS="compute call" NODE=node)
+#        VARIANTS="compute call" MODES="bare noshim shim" NODE=node)
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +30,10 @@ ROUNDS=${ROUNDS:-9}
 SECS=${SECONDS_PER_RUN:-2}
 CONNS=${CONNS:-8}
 VARIANTS=${VARIANTS:-compute call}
+MODES=${MODES:-bare noshim shim}
+for m in bare noshim shim; do
+  [[ " $MODES " == *" $m "* ]] || { echo "node_hints: MODES must include bare, noshim and shim" >&2; exit 1; }
+done
 export WORK_ITERS=${WORK_ITERS:-2000}
 for f in "$TXRAY" "$LOADGEN" "$BURNER" "$BUILD/lib/libtxray-agent.so"; do
   [ -x "$f" ] || [ -f "$f" ] || { echo "node_hints: $f is missing (build txray txray-agent txray-bench-loadgen txray-burner)" >&2; exit 1; }
@@ -53,6 +59,7 @@ start_server() {  # $1 = bare|noshim|shim, $2 = variant; sets SERVER_PID and POR
   [ "$2" = call ] && args+=("$BPORT")
   case $1 in
     bare)   env -u LD_PRELOAD "$NODE" "${args[@]}" >"$WORK/server.out" 2>&1 & SERVER_PID=$! ;;
+    als)    env -u LD_PRELOAD NODE_OPTIONS="--require $HERE/als_only.js" "$NODE" "${args[@]}" >"$WORK/server.out" 2>&1 & SERVER_PID=$! ;;
     noshim) TXRAY_RUNTIME_HINTS=0 "$TXRAY" run --collector "ipc://$WORK/sink.sock" --app bench-node -- \
               "$NODE" "${args[@]}" >"$WORK/server.out" 2>&1 & SERVER_PID=$! ;;
     shim)   TXRAY_RUNTIME_HINTS=1 "$TXRAY" run --collector "ipc://$WORK/sink.sock" --app bench-node -- \
@@ -96,12 +103,12 @@ run_one() {  # $1 = bare|noshim|shim, $2 = variant; sets RPS, MAIN_US and CPU_US
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "node_hints: $("$NODE" --version) http server at saturation, $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating bare / agent without shim / agent with shim"
+echo "node_hints: $("$NODE" --version) http server at saturation, $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating: $MODES"
 for V in $VARIANTS; do
   declare -A rps=() main=() cpu=()
   for r in $(seq "$ROUNDS"); do
-    order="bare noshim shim"
-    [ $((r % 2)) = 0 ] && order="shim noshim bare"  # every other round backwards: no drift favours one
+    order=$MODES
+    [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$MODES" | tac | tr '\n' ' ')  # every other round backwards
     for how in $order; do
       run_one "$how" "$V"
       rps[$how]+="$RPS "; main[$how]+="$MAIN_US "; cpu[$how]+="$CPU_US "
@@ -112,9 +119,9 @@ for V in $VARIANTS; do
     call)    what="per request the same plus one outbound keep-alive GET to a local back-end" ;;
   esac
   echo "variant $V ($what)"
-  for how in bare noshim shim; do printf '  %-7s req/s:                   %s\n' "$how" "${rps[$how]}"; done
-  for how in bare noshim shim; do printf '  %-7s main thread CPU us/req: %s\n' "$how" "${main[$how]}"; done
-  for how in bare noshim shim; do printf '  %-7s process CPU us/req:     %s\n' "$how" "${cpu[$how]}"; done
+  for how in $MODES; do printf '  %-7s req/s:                   %s\n' "$how" "${rps[$how]}"; done
+  for how in $MODES; do printf '  %-7s main thread CPU us/req: %s\n' "$how" "${main[$how]}"; done
+  for how in $MODES; do printf '  %-7s process CPU us/req:     %s\n' "$how" "${cpu[$how]}"; done
   # Medians of each column, and of the per-round differences (shim minus no shim, run side by side:
   # they share the neighbours' load, which moves the absolute figures by far more than 2 us).
   awk -v rb="${rps[bare]}" -v rn="${rps[noshim]}" -v rs="${rps[shim]}" \
@@ -135,7 +142,15 @@ for V in $VARIANTS; do
       printf "  main thread CPU us/req  %8.2f %+8.2f us         %+8.2f us         %+6.2f us  (target <= 2)\n", med(hb), med(diff(hn, hb)), med(diff(hs, hb)), med(diff(hs, hn))
       printf "  process CPU us/request  %8.2f %+8.2f us         %+8.2f us         %+6.2f us\n", med(cb), med(diff(cn, cb)), med(diff(cs, cb)), med(diff(cs, cn))
     }'
+  if [[ " $MODES " == *" als "* ]]; then
+    awk -v hb="${main[bare]}" -v ha="${main[als]}" 'BEGIN {
+      n = split(hb, b, " "); split(ha, a, " ")
+      for (i = 1; i <= n; i++) d[i] = a[i] - b[i]
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && d[j - 1] > d[j]; j--) { t = d[j]; d[j] = d[j - 1]; d[j - 1] = t }
+      printf "  node alone with AsyncLocalStorage.enterWith per request (als_only.js), main thread CPU: %+.2f us/request over bare (median per round)\n", n % 2 ? d[(n + 1) / 2] : (d[n / 2] + d[n / 2 + 1]) / 2
+    }'
+  fi
   unset rps main cpu
 done
-grep -h "sink messages" "$WORK/log" | tail -1 | sed 's/^/  last agent run: /' || true
+grep -h "^shim .*sink messages" "$WORK/log" | tail -1 | sed 's/^/  last agent run: /' || true
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -104,17 +104,19 @@ def own(kind, text, rid):
 def check_kind(test, name, kind, front, unattributed, exact_share=0.99, count_unattributed=True):
     """Asserts the criteria for one kind of step (count_unattributed: unattributed = missing); returns the
     figures line."""
-    wrong = exact = 0
+    wrong = exact = unanswered = 0
     missing = set()
     for t in front:
         rid = t["name"].rsplit("/", 1)[1]
-        mine = [own(kind, s["text"], rid) for s in t["steps"] if s["kind"] == kind]
-        mine = [m for m in mine if m is not None]
+        steps = [s for s in t["steps"] if s["kind"] == kind and own(kind, s["text"], rid) is not None]
+        mine = [own(kind, s["text"], rid) for s in steps]
         wrong += mine.count(False)
         if mine == [True]:
             exact += 1
         if True not in mine:
             missing.add(rid)
+        # an own call row whose response never reached it (read on a thread that may not record there)
+        unanswered += sum(1 for s in steps if kind == "HTTP_CALL" and own(kind, s["text"], rid) and "status" not in s)
     # Past the step limit a container folds steps into per-(kind, fingerprint) lines ("folded", "count"):
     # those count, but name one request only.
     loose = [s for s in unattributed if s["kind"] == kind and
@@ -124,7 +126,8 @@ def check_kind(test, name, kind, front, unattributed, exact_share=0.99, count_un
     n = len(front)
     line = (f"{name} {kind}: {n} requests over {CONNECTIONS} connections: exact {exact} "
             f"({100.0 * exact / n:.2f}%), wrong {wrong}, missing {len(missing)}, unattributed {count}"
-            + (f" ({folded} folded)" if folded else ""))
+            + (f" ({folded} folded)" if folded else "")
+            + (f"; {unanswered} own calls without their response" if unanswered else ""))
     print(line, flush=True)
     test.assertEqual(wrong, 0, f"{kind} rows in another request's transaction: {line}")
     test.assertGreaterEqual(exact, exact_share * n, line)
@@ -138,6 +141,33 @@ def check_kind(test, name, kind, front, unattributed, exact_share=0.99, count_un
     return line
 
 
+def start_back(test, prefix=(), env=None):
+    """The threaded back-end (attr/back.py) on a free port, after `prefix` (e.g. a `txray run` command;
+    none: not traced); returns (process, port)."""
+    port = free_port()
+    proc = test.spawn([*prefix, PYTHON, os.path.join(ATTR, "back.py"), str(port)], env=env or bare_env(),
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return proc, port
+
+
+def check_front(test, db, app, requests=REQUESTS, sql=False, exact_share=0.99, count_unattributed=True, log=""):
+    """The criteria over the transactions of the front `app` in db, once its process has exited (so that
+    its last unattributed steps were sent); `log`: the front's output, shown when transactions are
+    missing. Returns the figures lines."""
+    txs = show_json(db, "--app", app, "--last", str(10 * requests))
+    front = [t for t in txs if t.get("kind") != "unattributed" and t["name"].startswith("GET /r/")]
+    test.assertEqual(len(front), requests, log[-2000:])
+    test.assertEqual(len({t["name"] for t in front}), requests, "two transactions for one request")
+    unattributed, source = unattributed_steps(db, app)
+    print(f"{app}: unattributed steps from {source}: {len(unattributed)} "
+          f"({', '.join(sorted({s['kind'] for s in unattributed})) or 'none'})", flush=True)
+    lines = [check_kind(test, app, "HTTP_CALL", front, unattributed, exact_share, count_unattributed)]
+    if sql:
+        lines.append(check_kind(test, app, "SQL", front, unattributed, exact_share, count_unattributed))
+    return lines
+
+
 def run_front(test, app, front_cmd, sql=False, requests=REQUESTS, extra_env=None, shim=True):
     """Runs back-end and front (front_cmd: a list with {port} and {back} placeholders) under `txray run`,
     drives the front, checks every answer and the attribution criteria. shim=False (run with
@@ -148,12 +178,9 @@ def run_front(test, app, front_cmd, sql=False, requests=REQUESTS, extra_env=None
     env = bare_env(extra_env)
     for k in ("NODE_OPTIONS", "PYTHONPATH"):
         env.pop(k, None)
-    port, back = free_port(), free_port()
+    port = free_port()
     with Collector(test.tmp) as col:
-        bproc = test.spawn([TXRAY, "run", "--collector", col.endpoint, "--app", "back", "--",
-                            PYTHON, os.path.join(ATTR, "back.py"), str(back)], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(back)
+        bproc, back = start_back(test, [TXRAY, "run", "--collector", col.endpoint, "--app", "back", "--"], env)
         cmd = [a.format(port=port, back=back) for a in front_cmd]
         flog = open(os.path.join(test.tmp, "front.log"), "wb")
         fproc = test.spawn([TXRAY, "run", "--collector", col.endpoint, "--app", app, "--", *cmd], env=env,
@@ -172,13 +199,5 @@ def run_front(test, app, front_cmd, sql=False, requests=REQUESTS, extra_env=None
         time.sleep(1.5)  # the front's last batch (its unattributed steps are sent at exit)
     with open(os.path.join(test.tmp, "front.log"), "rb") as f:
         front_log = f.read().decode("utf-8", "replace")
-    txs = show_json(col.db, "--app", app, "--last", str(10 * requests))
-    front = [t for t in txs if t.get("kind") != "unattributed" and t["name"].startswith("GET /r/")]
-    test.assertEqual(len(front), requests, front_log[-2000:])
-    unattributed, source = unattributed_steps(col.db, app)
-    print(f"{app}: {requests} requests in {elapsed:.2f} s; unattributed steps from {source}: "
-          f"{len(unattributed)} ({', '.join(sorted({s['kind'] for s in unattributed})) or 'none'})", flush=True)
-    lines = [check_kind(test, app, "HTTP_CALL", front, unattributed, exact_share, shim)]
-    if sql:
-        lines.append(check_kind(test, app, "SQL", front, unattributed, exact_share, shim))
-    return lines
+    print(f"{app}: {requests} requests in {elapsed:.2f} s", flush=True)
+    return check_front(test, col.db, app, requests, sql, exact_share, shim, front_log)
