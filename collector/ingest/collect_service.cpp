@@ -415,7 +415,10 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     // between max_message_bytes and the cap still arrive, and are counted as oversize by the decoder.
     int64_t cap = static_cast<int64_t>(opts.limits.max_message_bytes) * 2 + 1024;
     sock.set(zmq::sockopt::maxmsgsize, cap);
-    sock.set(zmq::sockopt::rcvhwm, 1000);
+    // libzmq holds up to RCVHWM messages per connection while the receiver waits for the writer (and the
+    // writer queue already holds up to queue_batches): at most ~1 GiB of them per connection, 16 at least.
+    int hwm = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 30) / cap, 16, 1000));
+    sock.set(zmq::sockopt::rcvhwm, hwm);
     sock.bind(opts.listen);
   } catch (const zmq::error_t& e) {
     std::fprintf(stderr, "txray collect: cannot listen on %s: %s\n", opts.listen.c_str(), e.what());
