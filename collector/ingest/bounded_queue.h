@@ -54,6 +54,11 @@ class BoundedQueue {
     not_full_.notify_all();
   }
 
+  bool closed() const {
+    std::lock_guard lk(mu_);
+    return closed_;
+  }
+
   bool closed_and_empty() const {
     std::lock_guard lk(mu_);
     return closed_ && items_.empty();

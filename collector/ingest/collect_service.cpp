@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -71,10 +72,112 @@ void store_one_by_one(Writer& writer, std::vector<DecodedBatch>& group, int64_t 
   }
 }
 
+// SQLite reports a full disk (ENOSPC on the database or its WAL) as SQLITE_FULL.
+bool is_disk_full(const std::exception& e) { return std::strstr(e.what(), "database or disk is full") != nullptr; }
+
+// The disk is full: keep the group and try it again every second until it is stored (true), or until the
+// collector stops with the disk still full (false: the caller counts the group lost). Meanwhile the queue
+// fills, the receiver waits, and the agents drop and count: nothing the collector accepted is lost to a
+// full disk that frees up again.
+bool wait_for_space(Writer& writer, std::vector<DecodedBatch>& group, int64_t now, BoundedQueue<DecodedBatch>& queue,
+                    CollectStats& stats) {
+  using namespace std::chrono_literals;
+  if (stats.disk_full_since_ns.load() == 0) {
+    stats.disk_full_since_ns = unix_now_ns();
+    std::fprintf(stderr, "txray collect: the disk is full: keeping %zu batches and trying again every second\n",
+                 group.size());
+  }
+  while (!queue.closed()) {
+    std::this_thread::sleep_for(1s);
+    try {
+      writer.begin();
+      WriteCounts total;
+      for (auto& b : group) add(total, writer.write(*b.batch, now));
+      writer.commit();
+      count_stored(stats, total);
+      double secs = (unix_now_ns() - stats.disk_full_since_ns.load()) / 1e9;
+      stats.disk_full_since_ns = 0;
+      std::fprintf(stderr, "txray collect: space again after %.0f s: stored the %zu batches kept\n", secs, group.size());
+      return true;
+    } catch (const std::exception& e) {
+      writer.rollback();
+      if (!is_disk_full(e)) return false;
+    }
+  }
+  return false;
+}
+
+// The store as the writer thread sees it: the connection, the writer, the checkpointer — and the file
+// they were opened on. A store removed or replaced under the collector (rm, mv) would otherwise take
+// every later commit into an unlinked file that nobody can read: between groups the writer checks that
+// the path still names the file it writes, and if not, reopens the path (creating a new store there).
+class StoreSession {
+ public:
+  explicit StoreSession(const std::string& path) : path_(path) { open(); }
+  ~StoreSession() { close(); }
+
+  Writer& writer() { return *writer_; }
+
+  // At most ten times a second: a stat() of the path, compared with the file opened.
+  void follow_path() {
+    auto now = Clock::now();
+    if (now - last_check_ < std::chrono::milliseconds(100)) return;
+    last_check_ = now;
+    struct stat st;
+    bool gone = ::stat(path_.c_str(), &st) != 0;
+    if (!gone && st.st_dev == dev_ && st.st_ino == ino_) return;
+    std::fprintf(stderr, "txray collect: %s was %s under the collector: %s it\n", path_.c_str(),
+                 gone ? "removed" : "replaced", gone ? "creating a new store in place of" : "storing into");
+    close();
+    try {
+      open();
+    } catch (const std::exception& e) {
+      // Not a txray store, a directory, no permission…: stored batches fail and are counted lost until the
+      // path is usable again (checked again on the next group).
+      std::fprintf(stderr, "txray collect: %s\n", e.what());
+      dev_ = ino_ = 0;
+    }
+  }
+
+  void stop() {
+    if (ckpt_) ckpt_->stop();  // after the last commit: leaves the file with an empty WAL
+  }
+
+  bool usable() const { return writer_ != nullptr; }
+
+ private:
+  void open() {
+    db_ = open_store(path_, OpenMode::kCreate);
+    db_.exec("PRAGMA wal_autocheckpoint=0");  // checkpoints run on the checkpointer's thread
+    ckpt_ = std::make_unique<Checkpointer>(path_, std::chrono::milliseconds(500));
+    writer_ = std::make_unique<Writer>(db_);
+    struct stat st;
+    if (::stat(path_.c_str(), &st) == 0) {
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+    }
+  }
+
+  // The checkpointer first, the main connection last: its close checkpoints and removes the -wal and -shm.
+  void close() {
+    ckpt_.reset();
+    writer_.reset();
+    db_ = Db();
+  }
+
+  std::string path_;
+  Db db_;
+  std::unique_ptr<Checkpointer> ckpt_;
+  std::unique_ptr<Writer> writer_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  Clock::time_point last_check_ = Clock::now();
+};
+
 // Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
 // commit_window of time, whichever comes first, or until the queue stays empty for commit_idle. Each batch is written as soon as it is popped (the
 // SQLite transaction stays open meanwhile), and kept until the commit in case it must be retried.
-void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
+void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
                  CollectStats& stats) {
   using namespace std::chrono_literals;
   while (true) {
@@ -83,6 +186,12 @@ void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const Collec
       if (queue.closed_and_empty()) return;
       continue;
     }
+    store.follow_path();
+    if (!store.usable()) {  // the path names no usable store (reported by follow_path)
+      stats.lost_tx += static_cast<uint64_t>(first->batch->transactions_size());
+      continue;
+    }
+    Writer& writer = store.writer();
     std::vector<DecodedBatch> group;
     group.push_back(std::move(*first));
     int64_t now = unix_now_ns();
@@ -104,6 +213,7 @@ void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const Collec
       count_stored(stats, total);
     } catch (const std::exception& e) {
       writer.rollback();
+      if (is_disk_full(e) && wait_for_space(writer, group, now, queue, stats)) continue;
       std::fprintf(stderr, "txray collect: could not store %zu batches together (%s); trying one by one\n",
                    group.size(), e.what());
       store_one_by_one(writer, group, now, stats);
@@ -114,14 +224,17 @@ void writer_loop(Writer& writer, BoundedQueue<DecodedBatch>& queue, const Collec
 void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
                   bool final_line) {
   uint64_t recv = s.received_tx, stored = s.stored_tx;
+  std::string full;
+  if (int64_t since = s.disk_full_since_ns.load(); since != 0)
+    full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
-               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu\n",
+               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
                secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
                s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
-               s.refused_peers.load(), s.unlisted_keys.load(), queued);
+               s.refused_peers.load(), s.unlisted_keys.load(), queued, full.c_str());
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
@@ -302,7 +415,10 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     // between max_message_bytes and the cap still arrive, and are counted as oversize by the decoder.
     int64_t cap = static_cast<int64_t>(opts.limits.max_message_bytes) * 2 + 1024;
     sock.set(zmq::sockopt::maxmsgsize, cap);
-    sock.set(zmq::sockopt::rcvhwm, 1000);
+    // libzmq holds up to RCVHWM messages per connection while the receiver waits for the writer (and the
+    // writer queue already holds up to queue_batches): at most ~1 GiB of them per connection, 16 at least.
+    int hwm = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 30) / cap, 16, 1000));
+    sock.set(zmq::sockopt::rcvhwm, hwm);
     sock.bind(opts.listen);
   } catch (const zmq::error_t& e) {
     std::fprintf(stderr, "txray collect: cannot listen on %s: %s\n", opts.listen.c_str(), e.what());
@@ -310,24 +426,14 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   }
 
   // The keys and the endpoint were fine: now the store (so that a refused start creates no file).
-  Db db;
+  std::unique_ptr<StoreSession> store;
   try {
-    db = open_store(opts.db, OpenMode::kCreate);
+    store = std::make_unique<StoreSession>(opts.db);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "txray collect: %s\n", e.what());
     return 2;
   }
 
-  std::unique_ptr<Checkpointer> checkpointer;
-  try {
-    db.exec("PRAGMA wal_autocheckpoint=0");  // checkpoints run on the checkpointer's thread
-    checkpointer = std::make_unique<Checkpointer>(opts.db, std::chrono::milliseconds(500));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "txray collect: %s\n", e.what());
-    return 2;
-  }
-
-  Writer writer(db);
   BoundedQueue<DecodedBatch> queue(opts.queue_batches, opts.queue_bytes);
   std::thread writer_thread([&] {
     // Signals go to the receiving thread, which turns them into a clean stop.
@@ -335,7 +441,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     pthread_setname_np(pthread_self(), "txray-writer");  // named for top/perf and the ingest benchmark
-    writer_loop(writer, queue, opts, stats);
+    writer_loop(*store, queue, opts, stats);
   });
 
   std::fprintf(stderr, "txray collect: listening on %s, storing into %s\n", opts.listen.c_str(), opts.db.c_str());
@@ -407,7 +513,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     stats.unlisted_keys = zap->denied();
     zap->stop();
   }
-  checkpointer->stop();  // after the last commit: leaves the file with an empty WAL
+  store->stop();
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
   print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
   return 0;

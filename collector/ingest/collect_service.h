@@ -43,6 +43,7 @@ struct CollectStats {
   std::atomic<uint64_t> truncated_fields{0};  // strings cut to their limit (with a marker), attributes past theirs
   std::atomic<uint64_t> refused_peers{0};  // connections whose ZeroMQ handshake failed (no/bad CURVE, not ZeroMQ)
   std::atomic<uint64_t> unlisted_keys{0};  // … of which CURVE clients whose public key is not allowed
+  std::atomic<int64_t> disk_full_since_ns{0};  // the writer waits for space since then (0: it does not)
 };
 
 // Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then drains what ZeroMQ has

@@ -47,7 +47,11 @@ std::string read_single_key(const std::string& path, const char* what) {
 bool is_local_endpoint(const std::string& ep) {
   auto starts = [&](const char* p) { return ep.rfind(p, 0) == 0; };
   if (starts("ipc://") || starts("inproc://")) return true;
-  if (!starts("tcp://")) return false;  // ws://, pgm://, …: reachable from elsewhere
+  // libzmq's other network transports are reachable from elsewhere; anything else is no endpoint at all
+  // (the bind refuses it with its own message).
+  for (const char* net : {"ws://", "wss://", "pgm://", "epgm://", "norm://", "tipc://", "vmci://", "udp://"})
+    if (starts(net)) return false;
+  if (!starts("tcp://")) return true;
   std::string rest = ep.substr(6);
   size_t colon = rest.rfind(':');
   if (colon == std::string::npos) return false;

@@ -29,7 +29,8 @@ std::string read_single_key(const std::string& path, const char* what);
 
 // True when binding `endpoint` exposes the collector to this machine only: ipc:// and inproc://, or
 // tcp:// on 127.0.0.0/8, ::1, localhost or the interface "lo". Every other address (0.0.0.0, *, a
-// non-loopback IP, a host or interface name) is reachable from elsewhere.
+// non-loopback IP, a host or interface name) and libzmq's other network transports (ws://, pgm://, …) are
+// reachable from elsewhere. Not an endpoint at all: true (binding it fails with its own message).
 bool is_local_endpoint(const std::string& endpoint);
 
 // The ZAP handler (RFC 27): a thread with a REP socket on inproc://zeromq.zap.01 in the collector's

@@ -15,7 +15,7 @@ namespace {
 
 TEST(CurveAuth, LocalEndpoints) {
   for (const char* ep : {"tcp://127.0.0.1:7878", "tcp://127.1.2.3:1", "tcp://localhost:7878", "tcp://[::1]:7878",
-                         "tcp://lo:7878", "ipc:///tmp/x.sock", "ipc://@abstract", "inproc://x"})
+                         "tcp://lo:7878", "ipc:///tmp/x.sock", "ipc://@abstract", "inproc://x", "bogus://nowhere"})
     EXPECT_TRUE(is_local_endpoint(ep)) << ep;
   for (const char* ep : {"tcp://0.0.0.0:7878", "tcp://*:7878", "tcp://10.0.0.5:7878", "tcp://[::]:7878",
                          "tcp://eth0:7878", "tcp://collector.example:7878", "tcp://128.0.0.1:1", "ws://127.0.0.1:1",

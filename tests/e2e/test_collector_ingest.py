@@ -126,9 +126,9 @@ class CollectorIngest(TxrayTestCase):
     def test_bad_arguments_exit_2(self):
         def run(*args):
             return subprocess.run([TXRAY, "collect", *args], capture_output=True, text=True, timeout=30)
-        # (no --listen: the loopback default, tests/e2e/test_security.py)
-        self.assertEqual(run("--db", os.path.join(self.tmp, "x.db"), "--max-message-mib", "0").returncode, 2)
-        r = run("--listen", "bogus://nowhere", "--insecure", "--db", os.path.join(self.tmp, "x.db"))
+        # (No --listen, no --db: the defaults, tcp://127.0.0.1:7878 and ./txray.db: test_security.py.)
+        self.assertEqual(run("--db", os.path.join(self.tmp, "x.db"), "--status-interval", "-1").returncode, 2)
+        r = run("--listen", "bogus://nowhere", "--db", os.path.join(self.tmp, "x.db"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("cannot listen", r.stderr)
         foreign = os.path.join(self.tmp, "foreign.db")
