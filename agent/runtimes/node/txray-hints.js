@@ -106,10 +106,9 @@ function install() {
 
   const als = new AsyncLocalStorage();
   // Kept beside Node's objects, never on them: a property added to a socket or a request after Node
-  // built it changes its hidden class and turns Node's own property accesses in http megamorphic (the
-  // first version did, and cost the call path ~10 us per request).
-  const requestsOn = new WeakMap();  // inbound socket -> requests started on it
-  const contextOf = new WeakMap();   // outbound request (or its socket while connecting) -> {fd, n, token} or null
+  // built it changes its hidden class and can turn Node's own property accesses in http megamorphic.
+  const requestsOn = new WeakMap();  // inbound socket -> requests started on it (one entry per connection)
+  const contextOf = new WeakMap();   // undici request -> {fd, n, token}
 
   // Inbound: which request this is ({fd, n}: the n-th on connection fd), in its async context. Its token
   // is asked for (R) only when the request makes its first outbound call: a request that calls nothing
@@ -141,27 +140,29 @@ function install() {
     if (t) hint('O' + outfd + ':' + ctx.fd + ':' + t);
   }
 
-  const onConnect = guarded(function () {
-    const ctx = contextOf.get(this);
-    if (ctx) sendOutbound(this, ctx);
-  });
-  const onClientSocket = guarded(function (socket) {
-    const ctx = contextOf.get(this);
-    if (!ctx) return;
+  function clientSocket(socket, ctx) {
     if (socket.connecting || fdOf(socket) < 0) {
-      contextOf.set(socket, ctx);
-      socket.once('connect', onConnect);
+      socket.once('connect', guarded(function () { sendOutbound(this, ctx); }));  // a new socket: rare
     } else {
       sendOutbound(socket, ctx);
     }
-  });
+  }
 
-  // http/https ClientRequest: the caller's context, taken when the request is created.
+  // http/https ClientRequest: the caller's context, taken when the request is created and kept in the
+  // listener's closure — not in a WeakMap (a new ephemeron entry per request made V8 grow, rehash and
+  // scan its table) nor on the request (a property added after construction changes its hidden class).
+  // on(), not once(): removing the listener after it ran would `delete` a key of the request's _events
+  // object, turning it into a dictionary for every later emit of the request.
   function track(req) {
-    if (!state.active || contextOf.has(req)) return;
-    const ctx = als.getStore() || null;
-    contextOf.set(req, ctx);
-    if (ctx) req.once('socket', onClientSocket);
+    if (!state.active) return;
+    const ctx = als.getStore();
+    if (!ctx) return;
+    let done = false;
+    req.on('socket', guarded((socket) => {
+      if (done) return;  // 'socket' again (a retry): the first socket's request was hinted already
+      done = true;
+      clientSocket(socket, ctx);
+    }));
   }
   function wrap(proto, name, make) {
     const orig = proto[name];
