@@ -160,9 +160,12 @@ class OrdersTest(unittest.TestCase):
                     self.assertLess(cpu["tcp-binary"], cpu["http-json"])
                     for ch in ("http-binary", "http-json"):
                         self.assertGreater(cpu["http-xml"], cpu[ch])
-                    # Throughput: TCP + binary ahead of JSON and XML, XML behind everything.
+                    # Throughput: TCP + binary ahead of JSON and XML, XML behind the binary channels.
+                    # JSON and XML are close in calls/s (XML's larger bodies against JSON's parser) and a
+                    # busy neighbour swapped them in one CI run (2,961 vs 3,041/s): their order is
+                    # checked on CPU per call above, which load moves much less.
                     self.assertGreater(rate["tcp-binary"], rate["http-json"])
-                    for ch in ("tcp-binary", "http-binary", "http-json"):
+                    for ch in ("tcp-binary", "http-binary"):
                         self.assertLess(rate["http-xml"], rate[ch])
                     # The same binary body over HTTP (a channel the samples add to separate transport from
                     # encoding) costs about the same as raw TCP here: not asserted either way.
