@@ -66,7 +66,7 @@ void unref(Transaction* t) {
   else delete t;
 }
 
-void take_over(Transaction* from, Transaction* to) {
+void take_over(Transaction* from, Transaction* to) {  // `to`: freshly made, empty
   to->txid = from->txid;
   for (int i = 0; i < 16; ++i) to->trace_id[i] = from->trace_id[i];
   to->name = from->name;
@@ -97,10 +97,7 @@ void take_over(Transaction* from, Transaction* to) {
   from->start_unix_ns = clock::unix_ns();
   from->totals = Totals{};
   from->bytes_read = from->bytes_written = 0;
-  from->steps.clear();
-  from->summary.clear();
-  from->attrs.clear();
-  from->rows = 0;
+  from->rows = 0;  // its steps, summaries, attributes and error went to `to` (empty ones came back)
   from->cpu_ns = 0;
   from->depth = 0;
   rows::start(from);
