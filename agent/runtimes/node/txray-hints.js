@@ -10,7 +10,12 @@
 //   - each inbound request start:  {fd, n} kept in the request's async context (n = the request's number
 //                                  on its connection, 1-based); R<fd>:<n> asks for its token at its first
 //                                  outbound call
-//   - each outbound request:       O<outfd>:<fd>:<token> right before its head is written on outfd
+//   - at load, too:                B<slots> with the hint board as the buffer (agent/core/hint_board.h): a
+//                                  table in this file's memory, a slot per outbound descriptor, where the
+//                                  shim names a call's request with two stores instead of a hint; U at exit
+//   - each outbound request:       slot outfd = {fd, n} right before its head is written on outfd (the
+//                                  agent reads it at that write); for a descriptor past the board's end,
+//                                  R<fd>:<n> for the token, then O<outfd>:<fd>:<token>
 //     http/https ClientRequest: in its 'socket' event (the head is flushed right after it), or at the
 //       socket's 'connect' when the socket is still connecting (the write waits for 'connect' too, and
 //       our listener was added first); the token is taken when the request is created, since a queued
@@ -23,8 +28,8 @@
 const HINT_FD = 2147483600;
 const NO_TOKEN = '0000000000000000';
 
-const state = { active: false, sent: 0 };
-module.exports = { active: () => state.active, hintsSent: () => state.sent };
+const state = { active: false, sent: 0, board: null };
+module.exports = { active: () => state.active, hintsSent: () => state.sent, board: () => state.board !== null };
 
 function install() {
   if (process.env.TXRAY_RUNTIME_HINTS === '0') return;
@@ -36,9 +41,18 @@ function install() {
   const buf = Buffer.alloc(32);
   const subscriptions = [];  // [channel object, listener]: kept referenced (Node 18 held channels weakly)
   const restores = [];
+  const BOARD_SLOTS = 16384;
+  let slots = null;  // the hint board's slots once the agent took it
 
   function off() {
     if (!state.active) return;
+    if (slots !== null) {
+      slots = null;
+      try {
+        buf[buf.write('U', 0, 31, 'latin1')] = 0;
+        writeSync(HINT_FD, buf, 0, 32);
+      } catch { /* the agent is gone */ }
+    }
     state.active = false;
     for (const [ch, fn] of subscriptions) {
       try { ch.unsubscribe(fn); } catch { /* nothing to undo */ }
@@ -104,6 +118,22 @@ function install() {
     return;
   }
 
+  // The hint board (agent/core/hint_board.h): its memory is kept referenced for the life of the realm,
+  // and withdrawn ('U') at 'exit', before Node frees it.
+  const board = Buffer.alloc(32 + BOARD_SLOTS * 8);
+  board[board.write('B' + BOARD_SLOTS, 0, 31, 'latin1')] = 0;
+  try {
+    writeSync(HINT_FD, board, 0, board.length);
+    if (board.toString('latin1', 0, 2) === 'OK') {
+      slots = new Int32Array(board.buffer, board.byteOffset + 32, BOARD_SLOTS * 2);
+      state.board = board;
+      process.on('exit', () => {
+        slots = null;
+        hint('U');
+      });
+    }
+  } catch { /* no board: O hints */ }
+
   const als = new AsyncLocalStorage();
   // Kept beside Node's objects, never on them: a property added to a socket or a request after Node
   // built it changes its hidden class and can turn Node's own property accesses in http megamorphic.
@@ -136,7 +166,13 @@ function install() {
 
   function sendOutbound(socket, ctx) {
     const outfd = fdOf(socket);
-    const t = outfd >= 0 ? tokenOf(ctx) : '';
+    if (outfd < 0) return;
+    if (slots !== null && outfd < BOARD_SLOTS) {
+      slots[2 * outfd] = ctx.fd;
+      slots[2 * outfd + 1] = ctx.n;
+      return;
+    }
+    const t = tokenOf(ctx);
     if (t) hint('O' + outfd + ':' + ctx.fd + ':' + t);
   }
 
