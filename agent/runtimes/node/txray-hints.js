@@ -28,14 +28,19 @@
 const HINT_FD = 2147483600;
 const NO_TOKEN = '0000000000000000';
 
-const state = { active: false, sent: 0, board: null };
-module.exports = { active: () => state.active, hintsSent: () => state.sent, board: () => state.board !== null };
+const state = { active: false, sent: 0, board: null, propagating: () => false };
+module.exports = {
+  active: () => state.active,
+  hintsSent: () => state.sent,
+  board: () => state.board !== null,
+  propagating: () => state.propagating(),  // AsyncLocalStorage carries requests' contexts now
+};
 
 function install() {
   if (process.env.TXRAY_RUNTIME_HINTS === '0') return;
   const writeSync = require('fs').writeSync;  // taken now: later patches of fs by the program don't matter
   const dc = require('diagnostics_channel');
-  const { AsyncLocalStorage } = require('async_hooks');
+  const { AsyncLocalStorage, executionAsyncResource } = require('async_hooks');
   const http = require('http');
 
   const buf = Buffer.alloc(32);
@@ -134,23 +139,63 @@ function install() {
     }
   } catch { /* no board: O hints */ }
 
-  const als = new AsyncLocalStorage();
   // Kept beside Node's objects, never on them: a property added to a socket or a request after Node
   // built it changes its hidden class and can turn Node's own property accesses in http megamorphic.
   const requestsOn = new WeakMap();  // inbound socket -> requests started on it (one entry per connection)
   const contextOf = new WeakMap();   // undici request -> {fd, n, token}
 
-  // Inbound: which request this is ({fd, n}: the n-th on connection fd), in its async context. Its token
-  // is asked for (R) only when the request makes its first outbound call: a request that calls nothing
-  // costs no hint. Asked later, R still names this very request — the agent answers zeros if it is no
-  // longer the one in flight on fd.
+  // Which request a call is made for. A call made synchronously in its request's handler is found from
+  // the resource Node runs the handler in: the connection's parser resource (an HTTPServerAsyncResource,
+  // whose `socket` is the connection; the prototype is learnt at the first request), and the latest
+  // request started on that connection. A call made later (after an await, in a timer, in another call's
+  // callback) needs its request's context carried through every async resource in between:
+  // AsyncLocalStorage, entered at each request's start, whose hook on every async resource is most of
+  // what the shim costs. It runs from the start; once SYNC_PROOF calls in a row were all made in their
+  // handlers, it stops. The first call made outside a handler after that starts it again for good: that
+  // call, and calls of requests started while it was off, go to the unattributed steps (the agent never
+  // guesses for a thread that gives hints) — never to another request.
+  const SYNC_PROOF = 256;
+  const als = new AsyncLocalStorage();
+  let alsOn = true;          // requests enter their context at start
+  let alsPinned = false;     // a call was made outside its handler: propagation stays on
+  let syncCalls = 0;
+  let serverResource = null; // the prototype of Node's HTTPServerAsyncResource
+  state.propagating = () => alsOn;
+
   subscribe('http.server.request.start', guarded(({ request, socket }) => {
     const s = socket || request.socket;
     const n = (requestsOn.get(s) || 0) + 1;
     requestsOn.set(s, n);
-    const fd = fdOf(s);
-    als.enterWith(fd >= 0 ? { fd, n, token: undefined } : null);
+    if (serverResource === null) {
+      const r = executionAsyncResource();
+      if (r !== null && typeof r === 'object' && r.socket === s) serverResource = Object.getPrototypeOf(r);
+    }
+    if (alsOn) {
+      const fd = fdOf(s);
+      als.enterWith(fd >= 0 ? { fd, n, token: undefined } : null);
+    }
   }));
+
+  // The context ({fd, n, token}) of the request a call made now belongs to, or null.
+  function callContext() {
+    const r = executionAsyncResource();
+    if (serverResource !== null && r !== null && typeof r === 'object' && Object.getPrototypeOf(r) === serverResource) {
+      if (alsOn && !alsPinned && ++syncCalls >= SYNC_PROOF) {
+        alsOn = false;
+        als.disable();
+      }
+      const s = r.socket;
+      const n = requestsOn.get(s);
+      const fd = fdOf(s);
+      return n !== undefined && fd >= 0 ? { fd, n, token: undefined } : null;
+    }
+    alsPinned = true;
+    if (!alsOn) {
+      alsOn = true;  // from the next request on
+      return null;
+    }
+    return als.getStore() || null;
+  }
 
   // The request's token ('' when the agent follows no such request).
   function tokenOf(ctx) {
@@ -191,7 +236,7 @@ function install() {
   // object, turning it into a dictionary for every later emit of the request.
   function track(req) {
     if (!state.active) return;
-    const ctx = als.getStore();
+    const ctx = callContext();
     if (!ctx) return;
     let done = false;
     req.on('socket', guarded((socket) => {
@@ -219,7 +264,7 @@ function install() {
 
   // Global fetch (undici).
   subscribe('undici:request:create', guarded(({ request }) => {
-    const ctx = als.getStore();
+    const ctx = callContext();
     if (ctx) contextOf.set(request, ctx);
   }));
   subscribe('undici:client:sendHeaders', guarded(({ request, socket }) => {
