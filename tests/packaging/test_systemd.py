@@ -65,6 +65,14 @@ class SystemdUnits(PackagingTestCase):
         rc, out, _ = verify(unit, {"MANPATH": os.path.join(self.root, "usr", "share", "man")})
         self.assertEqual(rc, 0, out)
         self.assertEqual(problems(out), [], out)
+        # systemd's own hardening score of the unit (0 = locked down, 10 = exposed): 1.5 when written.
+        r = subprocess.run(["systemd-analyze", "security", "--offline=true", unit], capture_output=True, text=True,
+                           timeout=120)
+        m = re.search(r"Overall exposure level for txray-collector.service: ([0-9.]+)", r.stdout + r.stderr)
+        self.assertIsNotNone(m, r.stdout + r.stderr)
+        print("systemd-analyze security: exposure", m.group(1))
+        self.assertLessEqual(float(m.group(1)), 2.0, r.stdout)
+
         # The unit's command line, run from the installed tree (state directory and port moved here): it
         # listens, and SIGTERM (systemctl stop) makes it store and exit 0.
         port = free_port()
