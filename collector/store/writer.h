@@ -30,13 +30,14 @@ class Writer {
   void rollback();
   bool in_transaction() const { return in_tx_; }
 
-  // Inserts one batch: upserts its agent (with the latest cumulative drop counters), then its
-  // transactions, steps and summaries, and links outbound calls with their callees in either arrival
+  // Inserts one batch: upserts its agent (with the latest cumulative drop counters) and its drop
+  // windows, then its transactions, steps and summaries, and links outbound calls with their callees in either arrival
   // order. Expects a batch that ingest::validate_batch accepted. Must be called inside begin/commit.
   WriteCounts write(const v1::Batch& batch, int64_t received_unix_ns);
 
  private:
   int64_t upsert_agent(const v1::Batch& batch, int64_t now);
+  void upsert_drop_window(const v1::DropWindow& w, int64_t agent_id, int64_t now);
   int64_t insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app);
   void insert_step(int64_t tx_row, int no, const v1::Step& s, WriteCounts& counts);
   void insert_summary(int64_t tx_row, const v1::StepSummary& s);
@@ -47,6 +48,7 @@ class Writer {
   bool in_tx_ = false;
   Stmt begin_, commit_, rollback_;
   Stmt agent_upsert_;
+  Stmt drop_window_upsert_;
   Stmt tx_insert_;
   Stmt step_insert_;
   Stmt summary_insert_;
