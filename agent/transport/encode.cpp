@@ -85,7 +85,7 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
 
 bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
                   const std::vector<Transaction*>& txs, std::string* out,
-                  const std::vector<transport::DropWindow>& windows) {
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions) {
   out->clear();
   pb::Writer w(*out);
   size_t a = w.begin(1);  // Batch.agent
@@ -120,6 +120,7 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
     w.u64(6, dw.closed ? 1 : 0);
     w.end(m);
   }
+  w.u64(7, sent_transactions);
   return true;
 }
 

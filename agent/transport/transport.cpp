@@ -186,12 +186,13 @@ class Sender {
   }
 
   void send(const std::vector<Transaction*>& batch, bool exiting) {
-    if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding())) {
+    if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_)) {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return;
     }
     if (connected(exiting) && push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
       windows_.delivered(clock::mono_ns());
+      sent_tx_ += batch.size();
       return;
     }
     if (!batch.empty()) {
@@ -210,6 +211,7 @@ class Sender {
   uint64_t seq_ = 0;
   std::string buf_;
   DropWindows windows_;
+  uint64_t sent_tx_ = 0;  // transactions in batches that went into a connection (Batch.sent_transactions)
 };
 
 void* thread_main(void* arg) {

@@ -50,7 +50,7 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
 // Highest field number of each message: anything above is kept by protobuf as an unknown field.
 uint64_t max_field(Msg m) {
   switch (m) {
-    case Msg::batch: return 6;
+    case Msg::batch: return 7;
     case Msg::agent: return 10;
     case Msg::drops: return 5;
     case Msg::tx: return 22;
@@ -243,6 +243,7 @@ std::string validate_batch(const v1::Batch& b, const Limits& l) {
   if (b.drop_windows_size() > kMaxDropWindows)
     return "batch has " + std::to_string(b.drop_windows_size()) + " drop windows (limit " +
            std::to_string(kMaxDropWindows) + ")";
+  if (b.sent_transactions() > static_cast<uint64_t>(INT64_MAX)) return "sent_transactions out of range";
   for (const auto& w : b.drop_windows()) {
     if (w.seq() == 0 || w.seq() > static_cast<uint64_t>(INT64_MAX)) return "drop window seq out of range";
     if (w.count() > static_cast<uint64_t>(INT64_MAX) || w.first_unix_ns() > static_cast<uint64_t>(INT64_MAX) ||
