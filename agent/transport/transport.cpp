@@ -186,19 +186,25 @@ class Sender {
   }
 
   void send(const std::vector<Transaction*>& batch, bool exiting) {
+    // No connection, none to be had now: counted without encoding (while the collector is away the
+    // agent thread costs the host's CPUs next to nothing).
+    if (!connected(exiting)) return not_sent(batch);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_)) {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return;
     }
-    if (connected(exiting) && push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
+    if (push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
       windows_.delivered(clock::mono_ns());
       sent_tx_ += batch.size();
       return;
     }
-    if (!batch.empty()) {
-      counters().drop(DropReason::send_failed, batch.size(), clock::unix_ns());
-      debug_log("batch of %zu transactions not sent: %s", batch.size(), push_.error());
-    }
+    not_sent(batch);
+  }
+
+  void not_sent(const std::vector<Transaction*>& batch) {
+    if (batch.empty()) return;
+    counters().drop(DropReason::send_failed, batch.size(), clock::unix_ns());
+    debug_log("batch of %zu transactions not sent: %s", batch.size(), push_.error());
   }
 
   State* st_;

@@ -3,8 +3,9 @@ per keep-alive connection, 200 us of CPU per request) takes steady load from txr
 collector runs, is stopped for D seconds, and is started again on the same endpoint and store.
 
 Checked, with the figures printed:
-- the service never blocks: its median per-second rate while the collector is away is at least 80% of
-  the rate while it runs (generous: this VM's neighbours move both by more than the agent could);
+- the service never blocks: its median per-second rate while the collector is away is at least 60% of
+  the rate while it runs (generous: this VM's neighbours move both by more than the agent could), and
+  its CPU time per request is no more than 1.3x (the agent does not work harder while it cannot send);
 - the agent's memory stays bounded: the server's RSS at the start and the end of the outage;
 - the transactions lost are counted (agents.drops_*) and stored with their time window (drop_windows):
   each window's count adds up to its counter, it lies inside the outage, it is closed, and
@@ -53,6 +54,17 @@ def per_second_rates(timeline, start, end):
     return rates
 
 
+def cpu_seconds(pid):
+    """utime + stime of every thread of the process (the agent's thread included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def answered_at(timeline, t):
+    return max((n for ts, n in timeline if ts / 1e9 <= t), default=0)
+
+
 def read_timeline(path):
     with open(path) as f:
         return [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 2]
@@ -72,18 +84,20 @@ class CollectorOutage(TxrayTestCase):
                            "--path", "/load", "--timeline", timeline_file],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t_load = time.time()
-        time.sleep(UP)
+        time.sleep(1)  # warm-up
+        t_up, cpu_up = time.time(), cpu_seconds(server.pid)
+        time.sleep(UP - 1)
 
-        t_stop_asked = time.time()
+        t_stop_asked, cpu_stop_asked = time.time(), cpu_seconds(server.pid)
         c.stop()  # SIGINT: stores what it received, then closes the endpoint
-        t_down = time.time()
+        t_down, cpu_down = time.time(), cpu_seconds(server.pid)
         rss_start = rss_kib(server.pid)
         rss_peak = rss_start
         while time.time() < t_down + DOWN:
             time.sleep(0.25)
             rss_peak = max(rss_peak, rss_kib(server.pid))
         rss_end = rss_kib(server.pid)
-        t_restart = time.time()
+        t_restart, cpu_restart = time.time(), cpu_seconds(server.pid)
         c.start()  # same endpoint, same store
         t_up_again = time.time()
 
@@ -126,17 +140,23 @@ class CollectorOutage(TxrayTestCase):
 
         # Throughput: median per-second rate, collector up (after a second of warm-up) vs away.
         timeline = read_timeline(timeline_file)
-        up_rates = per_second_rates(timeline, t_load + 1, t_stop_asked)
+        up_rates = per_second_rates(timeline, t_up, t_stop_asked)
         down_rates = per_second_rates(timeline, t_down, t_restart)
         self.assertGreaterEqual(len(up_rates), 3)
         self.assertGreaterEqual(len(down_rates), 3)
         up_rate, down_rate = statistics.median(up_rates), statistics.median(down_rates)
         ratio = down_rate / up_rate
+        # The server's CPU time per request (all its threads, the agent's included) in the two phases:
+        # steadier than throughput on a shared machine, and what the agent would add by working harder
+        # while the collector is away.
+        cpu_up_us = 1e6 * (cpu_stop_asked - cpu_up) / max(1, answered_at(timeline, t_stop_asked) - answered_at(timeline, t_up))
+        cpu_down_us = 1e6 * (cpu_restart - cpu_down) / max(1, answered_at(timeline, t_restart) - answered_at(timeline, t_down))
 
         dropped = agent["drops_queue_full"] + agent["drops_send_failed"] + agent["drops_encode_failed"]
         in_flight = sum(w["count"] for w in windows if w["reason"] == "lost_in_flight")
         print(f"\ncollector away {t_restart - t_down:.1f} s (its stop took {t_down - t_stop_asked:.1f} s): "
               f"throughput up {up_rate:.0f}/s, away {down_rate:.0f}/s, ratio {ratio:.2f}; "
+              f"server CPU per request up {cpu_up_us:.0f} us, away {cpu_down_us:.0f} us; "
               f"server RSS {rss_start} -> {rss_end} KiB at the outage's start and end "
               f"(growth {rss_end - rss_start:+d} KiB, peak {rss_peak} KiB); "
               f"requests {served}: stored {stored}, dropped {dropped} "
@@ -146,8 +166,12 @@ class CollectorOutage(TxrayTestCase):
                         f"to +{w['last_unix_ns'] / 1e9 - t_down:.2f} s" for w in windows) +
               f"; first stored after the restart at +{(first_after or 0) / 1e9 - t_restart:.2f} s")
 
-        # Never blocks.
-        self.assertGreaterEqual(ratio, 0.8)
+        # Never blocks: a host that waited for the collector would stall for seconds. The bound is wide
+        # because on this shared 2-vCPU VM the neighbours' load moves the rate by ±25% between phases
+        # (measured ratios 0.76-1.95 with load averages of 7-15; the collector itself competes in the up
+        # phase); the CPU per request shows the agent does not work harder while the collector is away.
+        self.assertGreaterEqual(ratio, 0.6)
+        self.assertLessEqual(cpu_down_us, 1.3 * cpu_up_us)
         # Bounded memory: the agent drops what it cannot send; a few MiB of slack for the host's own
         # allocator and the page cache of its libraries.
         self.assertLess(rss_end - rss_start, 8 * 1024)
