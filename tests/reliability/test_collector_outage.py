@@ -9,7 +9,7 @@ Checked, with the figures printed:
 - the agent's memory stays bounded: the server's RSS at the start and the end of the outage;
 - the transactions lost are counted (agents.drops_*) and stored with their time window (drop_windows):
   each window's count adds up to its counter, it lies inside the outage, it is closed, and
-  `txray show --drops --json` shows the same;
+  `txray show --drops --json` shows the same (and `txray report`'s summary counts them);
 - the agent resumes by itself: transactions after the restart are stored again, the first within 2 s;
 - every request answered is accounted for, exactly: stored + dropped + lost in flight = requests
   answered, where "lost in flight" are the transactions of the batches the agent had written into the
@@ -18,13 +18,14 @@ Checked, with the figures printed:
   of reason lost_in_flight.
 
 TXRAY_OUTAGE_SECONDS (default 10) sets D; `make soak` runs D = 60 (scripts/soak.sh). About 33 s with D = 10."""
+import json
 import os
 import sqlite3
 import statistics
 import subprocess
 import time
 
-from txraytest import BIN, Collector, TxrayTestCase, agent_env, free_port, show_json, wait_for, wait_port
+from txraytest import BIN, TXRAY, Collector, TxrayTestCase, agent_env, free_port, show_json, wait_for, wait_port
 
 DOWN = float(os.environ.get("TXRAY_OUTAGE_SECONDS", "10"))
 MIN_RATIO = float(os.environ.get("TXRAY_OUTAGE_MIN_RATIO", "0.4"))  # throughput away / up
@@ -195,6 +196,9 @@ class CollectorOutage(TxrayTestCase):
         send_failed = [w for w in windows if w["reason"] == "send_failed"]
         # Most of the outage is covered by the window (not just a blip at its start).
         self.assertGreater(max(w["last_unix_ns"] for w in send_failed) / 1e9 - t_down, 0.8 * DOWN)
+        report = json.loads(subprocess.run([TXRAY, "report", "--db", c.db, "--format", "json"], check=True,
+                                           capture_output=True, text=True).stdout)
+        self.assertEqual(report["summary"]["dropped_transactions"], dropped + in_flight)
         shown = show_json(c.db, "--drops")
         self.assertEqual(sorted((j["seq"], j["reason"], j["count"]) for j in shown if j["pid"] == server.pid),
                          sorted((w["seq"], w["reason"], w["count"]) for w in windows))
