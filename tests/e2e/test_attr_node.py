@@ -38,6 +38,12 @@ class NodeAttribution(TxrayTestCase):
         run_front(self, "node-sync", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent", "sync"])
         self.assertIn("propagating false", self.front_log())
 
+    def test_calls_made_after_an_await(self):
+        """Calls made in promise continuations are found through V8's promise hooks; AsyncLocalStorage
+        stops after 256 of them."""
+        run_front(self, "node-await", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent", "await"])
+        self.assertIn("propagating false", self.front_log())
+
     def test_propagation_comes_back_for_good(self):
         """Calls in handlers first (propagation stops), then after a timer: the first such call starts it
         again for good. Calls of the requests started while it was off are unattributed, never wrong."""

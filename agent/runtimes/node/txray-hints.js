@@ -2,6 +2,7 @@
 // txray runtime shim for Node.js (>= 18): tells the preloaded agent which inbound request each outbound
 // HTTP call belongs to, so calls made on the one event-loop thread land in the right transaction.
 // Loaded with `node --require <this file>` (`txray run` puts it in NODE_OPTIONS). No dependencies.
+// docs/agent.md ("Node.js") says how it finds a call's request and what each way costs.
 //
 // It speaks the hint protocol of docs/agent.md ("Runtimes"): a 32-byte buffer written with libc write()
 // to the reserved descriptor 2147483600, which the agent's write hook takes without a system call and
@@ -141,53 +142,114 @@ function install() {
 
   // Kept beside Node's objects, never on them: a property added to a socket or a request after Node
   // built it changes its hidden class and can turn Node's own property accesses in http megamorphic.
-  const requestsOn = new WeakMap();  // inbound socket -> requests started on it (one entry per connection)
-  const contextOf = new WeakMap();   // undici request -> {fd, n, token}
+  const requestOn = new WeakMap();   // inbound socket -> the context of the latest request started on it
+  const contextOf = new WeakMap();   // undici request -> context
 
-  // Which request a call is made for. A call made synchronously in its request's handler is found from
-  // the resource Node runs the handler in: the connection's parser resource (an HTTPServerAsyncResource,
-  // whose `socket` is the connection; the prototype is learnt at the first request), and the latest
-  // request started on that connection. A call made later (after an await, in a timer, in another call's
-  // callback) needs its request's context carried through every async resource in between:
-  // AsyncLocalStorage, entered at each request's start, whose hook on every async resource is most of
-  // what the shim costs. It runs from the start; once SYNC_PROOF calls in a row were all made in their
-  // handlers, it stops. The first call made outside a handler after that starts it again for good: that
-  // call, and calls of requests started while it was off, go to the unattributed steps (the agent never
-  // guesses for a thread that gives hints) — never to another request.
-  const SYNC_PROOF = 256;
+  // Which request a call is made for: its context {fd, n, token} — fd the inbound connection, n the
+  // request's number on it. Three ways, cheapest first:
+  // 1. a call made synchronously in its handler runs in the connection's own async resource (Node's
+  //    HTTPServerAsyncResource, whose `socket` is the connection; its prototype is learnt at the first
+  //    request): the latest request started on that socket;
+  // 2. a call made in a promise continuation (after an `await`): the context the promise was created
+  //    in, carried by V8's own promise hooks (v8.promiseHooks: a plain function call per promise event);
+  // 3. anything else (a timer, another call's callback, a stream event): AsyncLocalStorage, entered at
+  //    each request's start, whose hook on every async resource (promises included, through Node's
+  //    async_hooks machinery) is most of what the shim costs.
+  // 3 (and 2) run from the start. Once PROOF calls in a row were found by 1 or 2, AsyncLocalStorage stops
+  // (and the promise hooks too if no call needed them). The first call only AsyncLocalStorage could have
+  // found after that starts it again for good: that call, and the later calls of requests that started
+  // while it was off, go to the unattributed steps (the agent never guesses on a thread that gives
+  // hints) — never to another request. A stale context (its request over, or the next one on the same
+  // connection started) is caught by the agent, which checks n.
+  const PROOF = 256;
   const als = new AsyncLocalStorage();
   let alsOn = true;          // requests enter their context at start
-  let alsPinned = false;     // a call was made outside its handler: propagation stays on
-  let syncCalls = 0;
+  let alsPinned = false;     // a call only AsyncLocalStorage could find: it stays on
+  let proven = 0;            // calls in a row found without AsyncLocalStorage
+  let promisesUsed = false;  // a call was found through the promise hooks
   let serverResource = null; // the prototype of Node's HTTPServerAsyncResource
   state.propagating = () => alsOn;
 
+  // The context of the request whose handler runs now (way 1), or null.
+  function handlerContext() {
+    const r = executionAsyncResource();
+    if (serverResource === null || r === null || typeof r !== 'object' || Object.getPrototypeOf(r) !== serverResource)
+      return null;
+    const c = requestOn.get(r.socket);
+    return c === undefined ? null : c;
+  }
+
+  // Way 2: the context of the promise continuation running now (promiseDepth > 0), from the context its
+  // promise was created in. Every hook catches: nothing may throw into V8's promise machinery.
+  const promiseHooks = (() => {
+    try {
+      return require('v8').promiseHooks;
+    } catch {
+      return undefined;
+    }
+  })();
+  const kContext = Symbol('txray.request');
+  let promiseDepth = 0;
+  let promiseContext = null;
+  const promiseStack = [];
+  let stopPromiseHooks = null;
+  if (promiseHooks && typeof promiseHooks.createHook === 'function') {
+    try {
+      stopPromiseHooks = promiseHooks.createHook({
+        init(promise) {
+          try {
+            const c = promiseDepth > 0 ? promiseContext : handlerContext();
+            if (c !== null) promise[kContext] = c;
+          } catch { /* no context for this promise */ }
+        },
+        before(promise) {
+          promiseStack.push(promiseContext);
+          promiseDepth++;
+          const c = promise[kContext];
+          promiseContext = c === undefined ? null : c;
+        },
+        after() {
+          if (promiseDepth > 0) {
+            promiseDepth--;
+            promiseContext = promiseStack.pop();
+          }
+        },
+      });
+    } catch {
+      stopPromiseHooks = null;
+    }
+  }
+  restores.push(() => { if (stopPromiseHooks) stopPromiseHooks(); stopPromiseHooks = null; });
+
   subscribe('http.server.request.start', guarded(({ request, socket }) => {
     const s = socket || request.socket;
-    const n = (requestsOn.get(s) || 0) + 1;
-    requestsOn.set(s, n);
+    const prev = requestOn.get(s);
+    const fd = fdOf(s);
+    const ctx = fd >= 0 ? { fd, n: prev === undefined ? 1 : prev.n + 1, token: undefined } : null;
+    if (ctx !== null) requestOn.set(s, ctx);
+    else requestOn.delete(s);
     if (serverResource === null) {
       const r = executionAsyncResource();
       if (r !== null && typeof r === 'object' && r.socket === s) serverResource = Object.getPrototypeOf(r);
     }
-    if (alsOn) {
-      const fd = fdOf(s);
-      als.enterWith(fd >= 0 ? { fd, n, token: undefined } : null);
-    }
+    if (alsOn) als.enterWith(ctx);
   }));
 
-  // The context ({fd, n, token}) of the request a call made now belongs to, or null.
+  // The context of the request a call made now belongs to, or null.
   function callContext() {
-    const r = executionAsyncResource();
-    if (serverResource !== null && r !== null && typeof r === 'object' && Object.getPrototypeOf(r) === serverResource) {
-      if (alsOn && !alsPinned && ++syncCalls >= SYNC_PROOF) {
+    const inPromise = stopPromiseHooks !== null && promiseDepth > 0;
+    const ctx = inPromise ? promiseContext : handlerContext();
+    if (ctx !== null) {
+      if (inPromise) promisesUsed = true;
+      if (alsOn && !alsPinned && ++proven >= PROOF) {
         alsOn = false;
         als.disable();
+        if (!promisesUsed && stopPromiseHooks !== null) {
+          stopPromiseHooks();
+          stopPromiseHooks = null;
+        }
       }
-      const s = r.socket;
-      const n = requestsOn.get(s);
-      const fd = fdOf(s);
-      return n !== undefined && fd >= 0 ? { fd, n, token: undefined } : null;
+      return ctx;
     }
     alsPinned = true;
     if (!alsOn) {

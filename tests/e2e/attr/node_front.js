@@ -4,8 +4,9 @@
 //   agent: http.get through one http.Agent({keepAlive: true, maxSockets: 8}) (requests queue for sockets)
 //   fetch: the global fetch (undici's keep-alive pool)
 // WHEN (optional): `timer` (the default): each request waits 0-2 ms (a timer) before its call, so calls
-// and answers interleave in every order; `sync`: the call is made in the handler itself; `mixed`: in the
-// handler for ids below 320, after the timer from then on. At SIGTERM it prints whether the shim still
+// and answers interleave in every order; `sync`: the call is made in the handler itself; `await`: after
+// an `await` in the handler (a promise continuation); `mixed`: in the handler for ids below 320, after the
+// timer from then on. At SIGTERM it prints whether the shim still
 // carries requests' contexts through async resources (`propagating true|false`).
 const http = require('http');
 
@@ -48,6 +49,7 @@ const server = http.createServer((req, res) => {
     res.end(`r ${id} ${status} ${body}`);
   });
   if (when === 'sync' || (when === 'mixed' && Number(id) < 320)) go();
+  else if (when === 'await') (async () => { await null; go(); })();
   else setTimeout(go, Number(id) % 3);
 });
 server.keepAliveTimeout = 60000;
