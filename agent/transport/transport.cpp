@@ -30,6 +30,10 @@ constexpr size_t kMaxBatch = 256;                   // transactions per ZeroMQ m
 constexpr uint64_t kConnectNs = 1'000'000'000;      // a connection attempt while the program runs
 constexpr uint64_t kExitConnectNs = 20'000'000;     // ... and at exit (refused: microseconds; unreachable: this)
 constexpr uint64_t kExitConnectCurveNs = 100'000'000;  // ... with CURVE: three round trips and the crypto
+// Once connected at exit (the collector's socket accepted: it is there), its handshake may take longer:
+// a collector on a loaded machine answered the greeting of 4 in 200 forked children after more than
+// 20 ms, and their transactions were lost (tests/reliability/test_forks.py).
+constexpr uint64_t kExitHandshakeNs = 250'000'000;
 constexpr uint64_t kSendNs = 1'000'000'000;         // a batch the collector does not take in this time: dropped
 constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attempts (libzmq's reconnect_ivl)
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
@@ -141,7 +145,7 @@ class Sender {
     uint64_t now = clock::mono_ns();
     if (!exiting && now < next_attempt_ns_) return false;  // a lost connection is retried at once
     uint64_t budget = exiting ? (curve_ ? kExitConnectCurveNs : kExitConnectNs) : kConnectNs;
-    if (push_.open(ep_, bounded(budget))) {
+    if (push_.open(ep_, bounded(budget), bounded(exiting ? kExitHandshakeNs : budget))) {
       if (down_) debug_log("connected to collector %s", config().collector.c_str());
       down_ = false;
       return true;

@@ -181,7 +181,7 @@ bool ZmtpPush::connect_to(const sockaddr* sa, socklen_t len, uint64_t deadline_n
   return true;
 }
 
-bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns) {
+bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns, uint64_t handshake_deadline_ns) {
   close();
   error_ = "";
   descriptor_trouble_ = false;
@@ -207,7 +207,7 @@ bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns) {
     freeaddrinfo(res);
     if (!ok) return false;
   }
-  return handshake(deadline_ns);
+  return handshake(handshake_deadline_ns ? handshake_deadline_ns : deadline_ns);
 }
 
 void ZmtpPush::use_curve(const uint8_t server_public[32], const uint8_t client_public[32],
