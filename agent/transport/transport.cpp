@@ -292,13 +292,13 @@ void enqueue(Transaction* t) {
 
 void begin_exit() { g_exiting.store(true, std::memory_order_release); }
 
-bool flush(uint32_t timeout_ms) {
+bool flush(uint32_t timeout_ms, bool here_too) {
   State* st = g_state.load(std::memory_order_acquire);
   if (!st) return true;
   uint64_t deadline = clock::mono_ns() + uint64_t(timeout_ms) * 1'000'000;
   int expected = 0;
   if (st->thread_state.load() == 0) {
-    if (st->queue.empty()) return true;
+    if (st->queue.empty() || !here_too) return true;
     if (st->thread_state.compare_exchange_strong(expected, 3)) {
       send_on_this_thread(st, deadline);
       return true;
