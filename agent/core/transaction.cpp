@@ -29,7 +29,9 @@ struct OwnerSlot {
 constexpr uint32_t kSlotChunkBits = 6;
 constexpr uint32_t kSlotChunk = 1u << kSlotChunkBits;
 constexpr uint32_t kSlotChunks = 1024;  // 65,536 threads with a transaction at once
-std::atomic<OwnerSlot*> g_slot_chunks[kSlotChunks];
+// The first chunk is static: a forked child taking its first slot allocates nothing.
+OwnerSlot g_first_slots[kSlotChunk];
+std::atomic<OwnerSlot*> g_slot_chunks[kSlotChunks] = {g_first_slots};
 std::atomic<uint32_t> g_slots_made{0};
 std::atomic<uint64_t> g_free_slots{0};  // (tag << 32) | (index + 1): a lock-free stack, the tag against ABA
 
@@ -94,6 +96,8 @@ void on_thread_exit(void*) {
 }
 
 void make_exit_key() { g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0; }
+// Made at load time: a forked child whose first transaction is its first ever does not pay for it.
+[[maybe_unused]] const bool g_exit_key_made = (pthread_once(&g_exit_key_once, make_exit_key), true);
 
 // The calling thread's slot, taken on first use; nullptr when none could be had.
 OwnerSlot* own_slot() {

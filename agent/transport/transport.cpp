@@ -94,8 +94,8 @@ class Sender {
       endpoint_ok_ = false;  // keys given but unusable: nothing is sent, never clear text in their place
       counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    std::vector<Transaction*> batch;
-    batch.reserve(kMaxBatch);
+    std::vector<Transaction*> batch;  // grows as needed: a forked child's exit sends one or two
+    batch.reserve(8);
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     for (;;) {
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
