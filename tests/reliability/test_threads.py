@@ -1,5 +1,5 @@
 """Short-lived threads (issue 12): a thread-per-connection server and client threads in one process
-(subjects/thread_churn.c), a quarter of the handlers calling pthread_exit() with their request still open
+(subjects/thread_churn.c), half of the handlers calling pthread_exit() with their request still open
 (another thread ends it later by closing the connection), a quarter of the clients calling pthread_exit()
 inside their txray_begin() transaction. Identical output to bare; every request and every client
 transaction stored; the agent's memory stays flat (RSS printed).
@@ -50,7 +50,7 @@ class Threads(TxrayTestCase):
         callees = {s["callee_txid"] for t in api for s in t["steps"] if s["kind"] == "HTTP_CALL"}
         self.assertEqual(callees, {t["txid"] for t in http})
         (bf, be), (tf, te) = rss(bare.stderr), rss(traced.stderr)
-        print(f"\n{2 * n} short-lived threads ({n // 2} exiting mid-request): {n}/{n} requests and {n}/{n} client "
+        print(f"\n{2 * n} short-lived threads ({n // 2} handlers and {n // 4} clients exiting mid-request): {n}/{n} requests and {n}/{n} client "
               f"transactions stored; RSS after the first 64 threads -> at the end: bare {bf} -> {be} KiB, "
               f"agent {tf} -> {te} KiB (growth {te - tf} KiB)")
         # Flat: the agent's growth over the run is no more than 2 MiB beyond bare's (measured: +0.3-0.6
