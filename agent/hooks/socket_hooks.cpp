@@ -29,7 +29,6 @@ inline bool is_agent_thread() {
   return k == txray::ThreadKind::agent;
 }
 
-// "ip:port" of a socket address, and its port; false for families other than IPv4/IPv6.
 // Decimal digits of v at p; returns the end. No printf on the accept path: the first printf a forked
 // child makes faults in several pages of libc's code (issue 12: the cost of short-lived children).
 char* put_uint(char* p, unsigned v) {
@@ -50,6 +49,7 @@ void append_port(char* out, size_t cap, const char* ip, int port) {
   *put_uint(out + n + 1, unsigned(port)) = '\0';
 }
 
+// The address of a socket address as text (ip), and its port; false for families other than IPv4/IPv6.
 bool format_addr(const sockaddr* sa, char* ip, size_t ip_len, int* port) {
   if (!sa) return false;
   if (sa->sa_family == AF_INET) {
