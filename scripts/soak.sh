@@ -2,6 +2,10 @@
 # make soak: the long variants of the reliability tests, each a test of `make test` run for longer.
 #   collector kill -9 while agents stream: TXRAY_KILLS kills (default 200) with TXRAY_KILL_SECONDS (200) of collector up-time
 #   collector stopped under a traced service's load: TXRAY_OUTAGE_SECONDS (default 60) away
+#   processes and threads (tests/reliability): TXRAY_REL_FORKS forks with transactions open (1000),
+#   TXRAY_REL_THREADS short-lived threads (10000), TXRAY_REL_STORM_CALLS calls under a SIGALRM storm (100000),
+#   TXRAY_REL_EXIT_RUNS exits from a signal handler per mode (200), TXRAY_REL_CHILDREN forked children with
+#   the collector down (1000)
 # Usage: scripts/soak.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -9,9 +13,19 @@ build="$(cd "${1:-$root/build}" && pwd)"
 export TXRAY_BUILD_DIR="$build" TXRAY_SOURCE_DIR="$root" PYTHONDONTWRITEBYTECODE=1
 export TXRAY_KILLS="${TXRAY_KILLS:-200}" TXRAY_KILL_SECONDS="${TXRAY_KILL_SECONDS:-200}"
 export TXRAY_OUTAGE_SECONDS="${TXRAY_OUTAGE_SECONDS:-60}"
+export TXRAY_REL_FORKS="${TXRAY_REL_FORKS:-1000}" TXRAY_REL_THREADS="${TXRAY_REL_THREADS:-10000}"
+export TXRAY_REL_STORM_CALLS="${TXRAY_REL_STORM_CALLS:-100000}" TXRAY_REL_EXIT_RUNS="${TXRAY_REL_EXIT_RUNS:-200}"
+export TXRAY_REL_CHILDREN="${TXRAY_REL_CHILDREN:-1000}"
 cd "$root/tests/e2e"
 echo "== soak: collector kill -9 x $TXRAY_KILLS over ${TXRAY_KILL_SECONDS}s"
 /usr/bin/python3 -m unittest -v test_collector_kill
-echo "== soak: collector stopped for ${TXRAY_OUTAGE_SECONDS}s under a traced service's load"
 cd "$root/tests/reliability"
-PYTHONPATH="$root/tests/e2e" /usr/bin/python3 -m unittest -v test_collector_outage
+export PYTHONPATH="$root/tests/e2e${PYTHONPATH:+:$PYTHONPATH}"
+echo "== soak: collector stopped for ${TXRAY_OUTAGE_SECONDS}s under a traced service's load"
+/usr/bin/python3 -m unittest -v test_collector_outage
+echo "== soak: fork x $TXRAY_REL_FORKS, fork+exec/vfork/posix_spawn; $TXRAY_REL_THREADS short-lived threads"
+/usr/bin/python3 -m unittest -v test_forks test_threads
+echo "== soak: $TXRAY_REL_STORM_CALLS calls under SIGALRM every 100 us; exit() from a handler x $TXRAY_REL_EXIT_RUNS"
+/usr/bin/python3 -m unittest -v test_signals
+echo "== soak: $TXRAY_REL_CHILDREN forked children with the collector down"
+/usr/bin/python3 -m unittest -v test_exit_cost

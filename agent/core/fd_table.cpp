@@ -6,6 +6,7 @@ namespace txray::fds {
 
 std::atomic<FdSlot*> g_chunks[kChunks];
 std::atomic<int> g_chunks_used{0};
+std::atomic<int> g_max_fd{-1};
 std::atomic<uint32_t> g_agent_opening{0};
 std::atomic<int> g_closed_lo{0};
 std::atomic<int> g_closed_hi{-1};
@@ -24,6 +25,10 @@ FdSlot* get(int fd) {
     int want = (fd >> kChunkBits) + 1;
     for (int cur = g_chunks_used.load(); cur < want && !g_chunks_used.compare_exchange_weak(cur, want);) {
     }
+  }
+  // Walks stop at the highest number ever given a slot: a forked child walks a handful of slots, not
+  // the 1,024 of a chunk (three walks per child: after the fork, for the agent's descriptors, at exit).
+  for (int cur = g_max_fd.load(std::memory_order_relaxed); cur < fd && !g_max_fd.compare_exchange_weak(cur, fd);) {
   }
   return &chunk[fd & ((1 << kChunkBits) - 1)];
 }

@@ -53,6 +53,7 @@ constexpr int kChunks = 4096;  // 4 M descriptors
 
 extern std::atomic<FdSlot*> g_chunks[kChunks];
 extern std::atomic<int> g_chunks_used;  // 1 + the highest chunk index ever allocated (walks stop there)
+extern std::atomic<int> g_max_fd;       // the highest descriptor ever given a slot (walks stop there too)
 
 // The slot of fd if its chunk exists, else nullptr. Never allocates.
 inline FdSlot* peek(int fd) {
@@ -92,6 +93,7 @@ inline void note_program_close(int lo, int hi) {
 template <typename Fn>
 void for_each_used(int first, int last, Fn fn) {
   if (first < 0) first = 0;
+  if (int max = g_max_fd.load(std::memory_order_acquire); last > max) last = max;
   int used = g_chunks_used.load(std::memory_order_acquire);
   for (int c = first >> kChunkBits; c < used && (c << kChunkBits) <= last; ++c) {
     FdSlot* chunk = g_chunks[c].load(std::memory_order_acquire);

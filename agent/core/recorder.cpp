@@ -97,6 +97,7 @@ StepRef make_ref(Transaction* t, int32_t index) {
 
 Transaction* current() { return attr::current_or_container(); }
 Transaction* current_request() { return attr::current(); }
+bool in_recorder() { return t_in_recorder; }
 
 bool usable(const StepRef& s) {
   if (!s.tx) return false;

@@ -95,6 +95,10 @@ Transaction* current();
 // calling thread works for, or nullptr.
 Transaction* current_request();
 
+// True while the calling thread is inside a recorder call (it may hold a transaction's lock and be in the
+// middle of changing it): what exit() from a signal handler that interrupted it must not touch.
+bool in_recorder();
+
 // True when s may be used from the calling thread now: its transaction is the one current() returns,
 // or a request of this thread still in flight (a call opened while an event loop handled its request,
 // whose response is read later), or the unattributed container.

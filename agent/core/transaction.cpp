@@ -1,7 +1,10 @@
 #include "transaction.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <new>
 
 #include "clock.h"
 #include "config.h"
@@ -12,11 +15,104 @@
 namespace txray::tx {
 namespace {
 
-thread_local std::atomic<Transaction*> t_current __attribute__((tls_model("initial-exec"))){nullptr};
+// A thread's "current transaction" slot. A transaction points at its owner's slot (owner_slot) so that
+// end(), on whatever thread it runs, can clear it. A slot in the thread's own TLS would go with the thread:
+// a request whose thread called pthread_exit() and whose connection another thread closes later had
+// end() write into an unmapped stack (a crash; tests/reliability/test_threads.py). So slots live in
+// chunks that are never freed: a thread takes one when it first makes a transaction current and gives it
+// back when it exits (a pthread key's destructor). A late end() on a slot reused meanwhile finds another
+// value there (its transaction is alive, so no other one has its address) and leaves it alone.
+struct OwnerSlot {
+  std::atomic<Transaction*> cur{nullptr};
+  std::atomic<uint32_t> next{0};  // free list: index + 1 of the next free slot (0: none)
+};
+constexpr uint32_t kSlotChunkBits = 6;
+constexpr uint32_t kSlotChunk = 1u << kSlotChunkBits;
+constexpr uint32_t kSlotChunks = 1024;  // 65,536 threads with a transaction at once
+// The first chunk is static: a forked child taking its first slot allocates nothing.
+OwnerSlot g_first_slots[kSlotChunk];
+std::atomic<OwnerSlot*> g_slot_chunks[kSlotChunks] = {g_first_slots};
+std::atomic<uint32_t> g_slots_made{0};
+std::atomic<uint64_t> g_free_slots{0};  // (tag << 32) | (index + 1): a lock-free stack, the tag against ABA
+
+thread_local OwnerSlot* t_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint32_t t_slot_index __attribute__((tls_model("initial-exec"))) = 0;
 thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<Transaction*> g_process_tx{nullptr};
 std::atomic<Sink> g_sink{nullptr};
+std::atomic<void (*)()> g_thread_exit_hook{nullptr};
+pthread_key_t g_exit_key;
+pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
+bool g_exit_key_ok = false;
 
+OwnerSlot* slot_at(uint32_t index) {
+  OwnerSlot* chunk = g_slot_chunks[index >> kSlotChunkBits].load(std::memory_order_acquire);
+  return chunk ? &chunk[index & (kSlotChunk - 1)] : nullptr;
+}
+
+void release_slot(uint32_t index) {
+  OwnerSlot* s = slot_at(index);
+  s->cur.store(nullptr, std::memory_order_release);
+  uint64_t head = g_free_slots.load(std::memory_order_acquire);
+  uint64_t next;
+  do {
+    s->next.store(uint32_t(head), std::memory_order_relaxed);
+    next = (((head >> 32) + 1) << 32) | (index + 1);
+  } while (!g_free_slots.compare_exchange_weak(head, next, std::memory_order_acq_rel));
+}
+
+// A free slot (from the free list, else a new one); false when none can be had.
+bool acquire_slot(uint32_t* index) {
+  uint64_t head = g_free_slots.load(std::memory_order_acquire);
+  while (uint32_t(head) != 0) {
+    uint32_t i = uint32_t(head) - 1;
+    uint64_t next = (((head >> 32) + 1) << 32) | slot_at(i)->next.load(std::memory_order_relaxed);
+    if (g_free_slots.compare_exchange_weak(head, next, std::memory_order_acq_rel)) {
+      *index = i;
+      return true;
+    }
+  }
+  uint32_t i = g_slots_made.load(std::memory_order_relaxed);
+  do {
+    if (i >= kSlotChunk * kSlotChunks) return false;
+  } while (!g_slots_made.compare_exchange_weak(i, i + 1, std::memory_order_relaxed));
+  std::atomic<OwnerSlot*>& chunk = g_slot_chunks[i >> kSlotChunkBits];
+  if (!chunk.load(std::memory_order_acquire)) {
+    auto* fresh = new (std::nothrow) OwnerSlot[kSlotChunk];
+    if (!fresh) return false;  // that index is lost; later ones may still find memory
+    OwnerSlot* expected = nullptr;
+    if (!chunk.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) delete[] fresh;
+  }
+  *index = i;
+  return true;
+}
+
+// Runs when a thread that had a slot exits (pthread_exit or returning from its start function).
+void on_thread_exit(void*) {
+  if (!t_slot) return;
+  if (auto hook = g_thread_exit_hook.load(std::memory_order_acquire)) hook();
+  t_slot = nullptr;
+  release_slot(t_slot_index);
+}
+
+void make_exit_key() { g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0; }
+// Made at load time: a forked child whose first transaction is its first ever does not pay for it.
+[[maybe_unused]] const bool g_exit_key_made = (pthread_once(&g_exit_key_once, make_exit_key), true);
+
+// The calling thread's slot, taken on first use; nullptr when none could be had.
+OwnerSlot* own_slot() {
+  if (__builtin_expect(t_slot != nullptr, 1)) return t_slot;
+  pthread_once(&g_exit_key_once, make_exit_key);
+  uint32_t i;
+  if (!g_exit_key_ok || !acquire_slot(&i)) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t_slot = slot_at(i);
+  t_slot_index = i;
+  pthread_setspecific(g_exit_key, t_slot);  // non-null: the destructor runs at the thread's exit
+  return t_slot;
+}
 }  // namespace
 
 uint32_t this_tid() {
@@ -104,11 +200,18 @@ void take_over(Transaction* from, Transaction* to) {  // `to`: freshly made, emp
 }
 
 void make_current(Transaction* t) {
-  t_current.store(t, std::memory_order_relaxed);
-  if (t) t->owner_slot = &t_current;
+  OwnerSlot* s = t ? own_slot() : t_slot;
+  if (!s) return;  // no slot to be had (counted): t is not this thread's current transaction
+  s->cur.store(t, std::memory_order_relaxed);
+  if (t) t->owner_slot = &s->cur;
 }
 
-Transaction* thread_current() { return t_current.load(std::memory_order_relaxed); }
+Transaction* thread_current() {
+  OwnerSlot* s = t_slot;
+  return s ? s->cur.load(std::memory_order_relaxed) : nullptr;
+}
+
+void set_thread_exit_hook(void (*hook)()) { g_thread_exit_hook.store(hook, std::memory_order_release); }
 
 void set_process_transaction(Transaction* t) { g_process_tx.store(t, std::memory_order_release); }
 Transaction* process_transaction() { return g_process_tx.load(std::memory_order_acquire); }
@@ -116,7 +219,9 @@ Transaction* process_transaction() { return g_process_tx.load(std::memory_order_
 void set_sink(Sink s) { g_sink.store(s, std::memory_order_release); }
 
 void forget_current_after_fork() {
-  t_current.store(nullptr, std::memory_order_relaxed);
+  // The slot stays this thread's (its key value came through the fork); the other threads' slots were
+  // copied in use and stay so (a few abandoned slots per fork, never reused).
+  if (t_slot) t_slot->cur.store(nullptr, std::memory_order_relaxed);
   g_process_tx.store(nullptr, std::memory_order_relaxed);
 }
 

@@ -122,9 +122,15 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared = f
 // sink, which owns it from then on. Safe to call once; later calls do nothing.
 void end(Transaction* t, int32_t status, std::string_view error);
 
-// The calling thread's current transaction (what rec::current() returns in http mode).
+// The calling thread's current transaction (what rec::current() returns in http mode). The slot it is
+// kept in outlives the thread (transaction.cpp: OwnerSlot), so end() may run on any thread at any time.
 void make_current(Transaction* t);
 Transaction* thread_current();
+
+// Runs on a thread that had a current transaction when it exits (pthread_exit() or the return of its
+// start function; not at process exit), before its slot is given back: the C API ends there what
+// txray_begin() started and nobody ended.
+void set_thread_exit_hook(void (*hook)());
 // Process mode: the one transaction every thread records into (nullptr when none).
 void set_process_transaction(Transaction* t);
 Transaction* process_transaction();

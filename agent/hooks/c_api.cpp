@@ -10,6 +10,15 @@
 namespace {
 // The transaction this thread started with txray_agent_begin (only that one can be ended by the API).
 thread_local txray::Transaction* t_api_tx __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// A thread that exits (pthread_exit, or returning from its start function) inside a transaction it began
+// with txray_begin: the transaction ends there with an error, rather than stay open (and held) forever.
+void end_api_tx_at_thread_exit() {
+  txray::Transaction* t = t_api_tx;
+  t_api_tx = nullptr;
+  if (t && txray::tx::thread_current() == t) txray::tx::end(t, 0, "thread exited before txray_end");
+}
+[[maybe_unused]] const bool g_exit_hook_set = (txray::tx::set_thread_exit_hook(end_api_tx_at_thread_exit), true);
 }
 
 extern "C" {
@@ -19,6 +28,10 @@ int txray_agent_begin(const char* name) {
   if (txray::rec::current_request()) return 0;  // already inside a transaction (an HTTP request)
   txray::Transaction* t = txray::tx::begin(name, "api");
   txray::tx::make_current(t);
+  if (txray::tx::thread_current() != t) {  // no slot for this thread (counted): nothing to end it by
+    txray::tx::end(t, 0, "");
+    return 0;
+  }
   t_api_tx = t;
   return 1;
 }

@@ -13,6 +13,7 @@
 #include "../core/counters.h"
 #include "../core/fd_table.h"
 #include "../core/ids.h"
+#include "../core/recorder.h"
 #include "../core/socket_events.h"
 #include "../core/transaction.h"
 #include "../core/unattributed.h"
@@ -63,6 +64,16 @@ void at_exit() {
   if (!txray::hooks::g_enabled.load() || !txray::hooks::in_this_process()) return;
   int saved = errno;
   txray::transport::begin_exit();
+  if (txray::rec::in_recorder()) {
+    // exit() from a signal handler that interrupted the agent in the middle of a row: that row's
+    // transaction is half changed and its lock (process mode) is held by this very thread — ending it
+    // here hung the program. What is open is not sent; what was finished goes if the agent thread runs
+    // (no allocation on this thread: the interrupted code may be inside malloc).
+    txray::counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    if (!txray::transport::flush(kExitFlushMs, false)) txray::debug_log("exit: transport did not finish in time");
+    errno = saved;
+    return;
+  }
   end_open_connections();
   if (txray::Transaction* t = txray::tx::process_transaction()) {
     int status = g_exit_status_known.load() ? g_exit_status.load() : 0;

@@ -29,12 +29,39 @@ inline bool is_agent_thread() {
   return k == txray::ThreadKind::agent;
 }
 
-// "ip:port" of a socket address, and its port; false for families other than IPv4/IPv6.
+// Decimal digits of v at p; returns the end. No printf on the accept path: the first printf a forked
+// child makes faults in several pages of libc's code (issue 12: the cost of short-lived children).
+char* put_uint(char* p, unsigned v) {
+  char tmp[10];
+  int n = 0;
+  do tmp[n++] = char('0' + v % 10);
+  while ((v /= 10) != 0);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+// "ip:port" into out (ip is at most INET6_ADDRSTRLEN - 1 characters; out has 16 more).
+void append_port(char* out, size_t cap, const char* ip, int port) {
+  size_t n = std::strlen(ip);
+  if (n + 8 > cap) return;
+  std::memcpy(out, ip, n);
+  out[n] = ':';
+  *put_uint(out + n + 1, unsigned(port)) = '\0';
+}
+
+// The address of a socket address as text (ip), and its port; false for families other than IPv4/IPv6.
 bool format_addr(const sockaddr* sa, char* ip, size_t ip_len, int* port) {
   if (!sa) return false;
   if (sa->sa_family == AF_INET) {
     auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    inet_ntop(AF_INET, &in->sin_addr, ip, socklen_t(ip_len));
+    const auto* b = reinterpret_cast<const unsigned char*>(&in->sin_addr);
+    char* p = ip;
+    if (ip_len < INET_ADDRSTRLEN) return false;
+    for (int i = 0; i < 4; ++i) {
+      if (i) *p++ = '.';
+      p = put_uint(p, b[i]);
+    }
+    *p = '\0';
     *port = ntohs(in->sin_port);
     return true;
   }
@@ -59,7 +86,7 @@ void note_accept(int fd, const sockaddr* addr, const socklen_t* len) {
   char ip[INET6_ADDRSTRLEN] = "";
   char client[INET6_ADDRSTRLEN + 16] = "";
   int port = 0;
-  if (format_addr(sa, ip, sizeof ip, &port)) std::snprintf(client, sizeof client, "%s:%d", ip, port);
+  if (format_addr(sa, ip, sizeof ip, &port)) append_port(client, sizeof client, ip, port);
   else if (sa && sa->sa_family == AF_UNIX) std::snprintf(client, sizeof client, "unix");
   else {
     errno = saved;

@@ -31,6 +31,10 @@ constexpr size_t kMaxBatch = 256;                   // transactions per ZeroMQ m
 constexpr uint64_t kConnectNs = 1'000'000'000;      // a connection attempt while the program runs
 constexpr uint64_t kExitConnectNs = 20'000'000;     // ... and at exit (refused: microseconds; unreachable: this)
 constexpr uint64_t kExitConnectCurveNs = 100'000'000;  // ... with CURVE: three round trips and the crypto
+// Once connected at exit (the collector's socket accepted: it is there), its handshake may take longer:
+// a collector on a loaded machine answered the greeting of 4 in 200 forked children after more than
+// 20 ms, and their transactions were lost (tests/reliability/test_forks.py).
+constexpr uint64_t kExitHandshakeNs = 250'000'000;
 constexpr uint64_t kSendNs = 1'000'000'000;         // a batch the collector does not take in this time: dropped
 constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attempts (libzmq's reconnect_ivl)
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
@@ -91,8 +95,8 @@ class Sender {
       endpoint_ok_ = false;  // keys given but unusable: nothing is sent, never clear text in their place
       counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    std::vector<Transaction*> batch;
-    batch.reserve(kMaxBatch);
+    std::vector<Transaction*> batch;  // grows as needed: a forked child's exit sends one or two
+    batch.reserve(8);
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     bool exit_windows_sent = false;
     for (;;) {
@@ -149,7 +153,7 @@ class Sender {
     uint64_t now = clock::mono_ns();
     if (!exiting && now < next_attempt_ns_) return false;  // a lost connection is retried at once
     uint64_t budget = exiting ? (curve_ ? kExitConnectCurveNs : kExitConnectNs) : kConnectNs;
-    if (push_.open(ep_, bounded(budget))) {
+    if (push_.open(ep_, bounded(budget), bounded(exiting ? kExitHandshakeNs : budget))) {
       if (down_) debug_log("connected to collector %s", config().collector.c_str());
       down_ = false;
       return true;
@@ -308,13 +312,13 @@ void enqueue(Transaction* t) {
 
 void begin_exit() { g_exiting.store(true, std::memory_order_release); }
 
-bool flush(uint32_t timeout_ms) {
+bool flush(uint32_t timeout_ms, bool here_too) {
   State* st = g_state.load(std::memory_order_acquire);
   if (!st) return true;
   uint64_t deadline = clock::mono_ns() + uint64_t(timeout_ms) * 1'000'000;
   int expected = 0;
   if (st->thread_state.load() == 0) {
-    if (st->queue.empty()) return true;
+    if (st->queue.empty() || !here_too) return true;
     if (st->thread_state.compare_exchange_strong(expected, 3)) {
       send_on_this_thread(st, deadline);
       return true;

@@ -25,7 +25,8 @@ void begin_exit();
 
 // Process exit: sends on the calling thread when no agent thread was started; otherwise wakes the agent thread, lets it send what is queued and close its socket, waiting at
 // most `timeout_ms`. Returns false when it did not finish in time (the process exits anyway).
-bool flush(uint32_t timeout_ms);
+// here_too = false: never on the calling thread (it may be interrupted in the middle of an allocation).
+bool flush(uint32_t timeout_ms, bool here_too = true);
 
 // In a forked child: forgets the parent's agent thread and queue (without touching them), closes its
 // copy of the parent's connection, resets the counters; the child's own queue, identity, thread and

@@ -1,5 +1,6 @@
 #include "zmtp.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -8,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "../core/clock.h"
 
@@ -181,7 +184,35 @@ bool ZmtpPush::connect_to(const sockaddr* sa, socklen_t len, uint64_t deadline_n
   return true;
 }
 
-bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns) {
+namespace {
+// ep.host as an IPv4 or IPv6 literal with ep.port; false when it is a name (or the port is not a number).
+bool numeric_address(const Endpoint& ep, sockaddr_storage* ss) {
+  char* end = nullptr;
+  unsigned long port = std::strtoul(ep.port.c_str(), &end, 10);
+  if (ep.port.empty() || *end != '\0' || port > 65535) return false;
+  std::string_view h = ep.host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  char host[INET6_ADDRSTRLEN];
+  if (h.empty() || h.size() >= sizeof host) return false;
+  std::memcpy(host, h.data(), h.size());
+  host[h.size()] = '\0';
+  auto* in = reinterpret_cast<sockaddr_in*>(ss);
+  if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+    in->sin_family = AF_INET;
+    in->sin_port = htons(uint16_t(port));
+    return true;
+  }
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(ss);
+  if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(uint16_t(port));
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns, uint64_t handshake_deadline_ns) {
   close();
   error_ = "";
   descriptor_trouble_ = false;
@@ -192,6 +223,11 @@ bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns) {
     if (ep.path[0] == '@') un.sun_path[0] = '\0';  // abstract namespace
     socklen_t len = socklen_t(offsetof(sockaddr_un, sun_path) + ep.path.size() + (ep.path[0] == '@' ? 0 : 1));
     if (!connect_to(reinterpret_cast<sockaddr*>(&un), len, deadline_ns)) return false;
+  } else if (sockaddr_storage ss{}; numeric_address(ep, &ss)) {
+    // An address literal (the usual case, 127.0.0.1): no getaddrinfo, which asks the kernel for the
+    // machine's interfaces over netlink and costs a forked child's exit several page faults.
+    socklen_t len = ss.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (!connect_to(reinterpret_cast<sockaddr*>(&ss), len, deadline_ns)) return false;
   } else {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -207,7 +243,7 @@ bool ZmtpPush::open(const Endpoint& ep, uint64_t deadline_ns) {
     freeaddrinfo(res);
     if (!ok) return false;
   }
-  return handshake(deadline_ns);
+  return handshake(handshake_deadline_ns ? handshake_deadline_ns : deadline_ns);
 }
 
 void ZmtpPush::use_curve(const uint8_t server_public[32], const uint8_t client_public[32],

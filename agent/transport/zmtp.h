@@ -45,7 +45,8 @@ class ZmtpPush {
 
   // Connects and completes the ZMTP handshake before `deadline_ns` (clock::mono_ns). False on failure,
   // with the reason in error().
-  bool open(const Endpoint& ep, uint64_t deadline_ns);
+  // handshake_deadline_ns: the handshake's own bound once connected (0: deadline_ns as well).
+  bool open(const Endpoint& ep, uint64_t deadline_ns, uint64_t handshake_deadline_ns = 0);
   bool is_open() const { return fd_ >= 0; }
 
   // The connection is still usable: the descriptor is still the agent's (not closed or replaced behind

@@ -1,6 +1,9 @@
 // The step model: GAP/CPU_T sums, nesting, the step limit and its summaries, stale handles.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sys/mman.h>
+
 #include <thread>
 #include <vector>
 
@@ -180,4 +183,72 @@ TEST_F(StepModelTest, SharedTransactionCollectsStepsFromEveryThread) {
   EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
   EXPECT_EQ(test::cpu_sum(done), done.cpu_ns);
   EXPECT_EQ(tx::process_transaction(), nullptr);
+}
+
+// A thread that made a request current and exited (pthread_exit mid-request) while its connection stays
+// open; another thread ends the request later. The thread's stack (and with it its TLS) is unmapped by
+// then: end() must not write there (it did: the owner slot was in the dead thread's TLS, a SIGSEGV in a
+// thread-per-connection server; tests/reliability/test_threads.py). The stack is the test's own, so it
+// is certainly unmapped, not just cached by glibc.
+TEST_F(StepModelTest, EndAfterTheOwnerThreadExitedAndItsStackIsGone) {
+  std::vector<Transaction*> left;
+  for (int i = 0; i < 8; ++i) {
+    constexpr size_t kStack = 256 * 1024;
+    void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(stack, MAP_FAILED);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, kStack);
+    Transaction* t = nullptr;
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, &attr, [](void* arg) -> void* {
+      auto* out = static_cast<Transaction**>(arg);
+      *out = tx::begin("GET /left", "http");
+      tx::make_current(*out);
+      rec::add(*out, StepKind::MESSAGE, "before pthread_exit");
+      pthread_exit(nullptr);
+    }, &t), 0);
+    pthread_join(th, nullptr);
+    pthread_attr_destroy(&attr);
+    ASSERT_EQ(munmap(stack, kStack), 0);
+    ASSERT_NE(t, nullptr);
+    left.push_back(t);
+  }
+  // A new thread reuses a released slot: the late end() of a transaction of the dead thread must leave
+  // the new thread's current transaction alone.
+  Transaction* mine = begin();
+  for (Transaction* t : left) tx::end(t, 200, "");
+  EXPECT_EQ(tx::thread_current(), mine);
+  std::thread([] {
+    Transaction* other = tx::begin("GET /other", "http");
+    tx::make_current(other);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(tx::thread_current(), other);
+    tx::end(other, 200, "");
+    EXPECT_EQ(tx::thread_current(), nullptr);
+  }).join();
+  end(mine);
+  ASSERT_EQ(Collected::txs.size(), 10u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(Collected::txs[i]->name, "GET /left");
+    EXPECT_EQ(Collected::txs[i]->steps.size(), 3u);
+  }
+}
+
+// The exit hook runs on a thread that exits with a current transaction (the C API ends its own there).
+TEST_F(StepModelTest, ThreadExitHookRunsOnlyForThreadsWithATransaction) {
+  static std::atomic<int> calls{0};
+  static Transaction* seen = nullptr;
+  calls = 0;
+  tx::set_thread_exit_hook([] {
+    ++calls;
+    seen = tx::thread_current();
+    if (seen) tx::end(seen, 0, "thread exited");
+  });
+  std::thread([] { tx::make_current(tx::begin("api work", "api")); }).join();
+  std::thread([] {}).join();  // never had a transaction: no slot, no hook
+  tx::set_thread_exit_hook(nullptr);
+  EXPECT_EQ(calls.load(), 1);
+  ASSERT_EQ(Collected::txs.size(), 1u);
+  EXPECT_EQ(Collected::txs[0]->name, "api work");
+  EXPECT_EQ(Collected::txs[0]->error, "thread exited");
 }
