@@ -139,7 +139,7 @@ class Postgres(TxrayTestCase):
         record("postgres", "the server under the agent: pgbench -i, tpcb-like 4 clients x 100, select-only, "
                "psql; pg_ctl start/stop", bare["stop"][0], agent["stop"][0], True, stored,
                "speaks no HTTP: nothing to record; agent mapped in postmaster and backends")
-        record("pgbench", "init scale 1, -c 4 -j 2 -t 100 -M prepared, -S -c 3 -t 100 -M extended, seed 7",
+        record("pgbench", "init scale 1, -c 4 -j 2 -t 100 -M prepared, -S -n -c 3 -t 100 -M extended, seed 7",
                bare["pgbench tpcb"][0], agent["pgbench tpcb"][0], True, len(transactions(col.db, "pgbench")),
                f"{len(sql)} SQL rows")
         record("psql", "sums of pgbench's tables, pg_stat_activity; a query of a missing table",
@@ -159,7 +159,7 @@ class Postgres(TxrayTestCase):
             "pgbench init": [*bench, "-i", "-s", "1", "-q", pg.database],
             "pgbench tpcb": [*bench, "-c", "4", "-j", "2", "-t", "100", "-M", "prepared", "--random-seed=7",
                              pg.database],
-            "pgbench select": [*bench, "-S", "-c", "3", "-t", "100", "-M", "extended", "--random-seed=7",
+            "pgbench select": [*bench, "-S", "-n", "-c", "3", "-t", "100", "-M", "extended", "--random-seed=7",
                                pg.database],
             "psql sums": [PSQL, *conn, "-X", "-At", "-c",
                           "SELECT count(*), sum(abalance) FROM pgbench_accounts; "

@@ -123,8 +123,12 @@ class Tools(TxrayTestCase):
                         with open(p, "rb") as fh:
                             digests[f] = sha(fh.read())
                 results[side] = (out, digests)
-            n = sum(1 for c in commands if not callable(c))
-            wait_for(lambda: count(col.db, program) >= n, what=f"{program}'s {n} transactions")
+            names = {process_name(c) for c in commands if not callable(c)}
+            try:
+                wait_for(lambda: names <= {t[0] for t in transactions(col.db, program)})
+            except AssertionError:
+                missing = names - {t[0] for t in transactions(col.db, program)}
+                raise AssertionError(f"{program}: no transaction stored for {sorted(missing)}") from None
         finally:
             col.stop()
         bare, agent = results["bare"], results["agent"]
