@@ -10,11 +10,13 @@ Every case adds a row to the module's summary table, printed when the module end
 
 A difference under the agent is an agent bug (the agent must never change its host's behaviour).
 """
+import functools
 import hashlib
 import os
 import re
 import sqlite3
 import subprocess
+import time
 
 from txraytest import AGENT, TXRAY, bare_env
 
@@ -24,6 +26,21 @@ _ROWS = []
 def record(program, workload, bare_status, agent_status, identical, stored, note=""):
     _ROWS.append((program, workload, str(bare_status), str(agent_status), "yes" if identical else "NO",
                   str(stored), note))
+
+
+def matrix_case(program):
+    """Decorates a test method: when it fails, its row says so (identical NO, and the first line of the
+    failure) before the failure propagates, so the printed table shows which program differed."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run_case(*args, **kw):
+            try:
+                return fn(*args, **kw)
+            except AssertionError as e:
+                record(program, "(failed)", "?", "?", False, "?", (str(e).splitlines() or [""])[0][:100])
+                raise
+        return run_case
+    return wrap
 
 
 def print_table(title):
@@ -124,6 +141,18 @@ def transactions(db, app):
 def process_name(cmd):
     """The name of a process-mode transaction: argv[0]'s base name and the arguments, 200 characters."""
     return " ".join([os.path.basename(cmd[0]), *cmd[1:]])[:200]
+
+
+def wait_named(db, app, names, timeout=20.0):
+    """Waits until app has a transaction of each of these names; fails naming those still missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = set(names) - {t[0] for t in transactions(db, app)}
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{app}: no transaction stored for {sorted(missing)}")
+        time.sleep(0.05)
 
 
 def count(db, app):

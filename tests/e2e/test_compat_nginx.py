@@ -17,7 +17,8 @@ import time
 import unittest
 
 from attribution import start_back
-from compat import agent_loaded, clean_env, count, print_table, record, sha, steps, traced_env, transactions
+from compat import agent_loaded, clean_env, count, matrix_case, print_table, record, sha, steps, traced_env, \
+    transactions
 from txraytest import Collector, TxrayTestCase, free_port, wait_for, wait_port
 
 NGINX = "/usr/sbin/nginx"
@@ -220,6 +221,7 @@ class Nginx(TxrayTestCase):
     def expected(self):
         return len(self.requests()) + WRK_THREADS * WRK_PER_THREAD + AB_STATIC + AB_PROXY
 
+    @matrix_case('nginx, wrk, ab')
     def test_nginx_wrk_ab(self):
         bare = self.run_side(None)
         with Collector(self.tmp) as col:

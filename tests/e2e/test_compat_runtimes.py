@@ -14,7 +14,8 @@ import subprocess
 import unittest
 
 from attribution import ATTR, drive, start_back
-from compat import clean_env, count, print_table, record, steps, strip_txray_run, transactions, txray_run
+from compat import clean_env, count, matrix_case, print_table, record, steps, strip_txray_run, transactions, \
+    txray_run
 from test_attr_jdk import FRONT_JAVA, JAVAC, JAVA
 from txraytest import PYTHON, Collector, TxrayTestCase, free_port, wait_for, wait_port
 
@@ -71,10 +72,12 @@ class Runtimes(TxrayTestCase):
                f"back-end; SIGTERM", bare[1], agent[1], True, len(txs),
                f"{len(in_tx)}/{len(calls)} calls in their transaction")
 
+    @matrix_case('Node.js http server')
     def test_node_http_server(self):
         self.compare("node", "Node.js http server",
                      [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent"])
 
+    @matrix_case('JDK HttpServer')
     def test_jdk_httpserver(self):
         with open(os.path.join(self.tmp, "Front.java"), "w") as f:
             f.write(FRONT_JAVA)
@@ -82,6 +85,7 @@ class Runtimes(TxrayTestCase):
                        timeout=180)
         self.compare("jdk", "JDK HttpServer", [JAVA, "-cp", self.tmp, "Front", "{port}", "{back}"], port_timeout=60)
 
+    @matrix_case('Python asyncio server')
     def test_python_asyncio_server(self):
         self.compare("asyncio", "Python asyncio server",
                      [PYTHON, os.path.join(ATTR, "asyncio_front.py"), "{port}", "{back}", "streams"])

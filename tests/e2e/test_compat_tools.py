@@ -11,8 +11,9 @@ import shutil
 import subprocess
 import unittest
 
-from compat import count, process_name, print_table, record, run, sha, steps, traced_env, transactions, clean_env
-from txraytest import PYTHON, Collector, TxrayTestCase, free_port, wait_for, wait_port
+from compat import clean_env, count, matrix_case, print_table, process_name, record, run, sha, steps, traced_env, \
+    transactions, wait_named
+from txraytest import PYTHON, Collector, TxrayTestCase, free_port, wait_port
 
 SQLITE3 = "/usr/bin/sqlite3"
 CURL = "/usr/bin/curl"
@@ -124,12 +125,7 @@ class Tools(TxrayTestCase):
                         with open(p, "rb") as fh:
                             digests[f] = sha(fh.read())
                 results[side] = (out, digests)
-            names = {process_name(c) for c in commands if not callable(c)}
-            try:
-                wait_for(lambda: names <= {t[0] for t in transactions(col.db, program)})
-            except AssertionError:
-                missing = names - {t[0] for t in transactions(col.db, program)}
-                raise AssertionError(f"{program}: no transaction stored for {sorted(missing)}") from None
+            wait_named(col.db, program, {process_name(c) for c in commands if not callable(c)})
         finally:
             col.stop()
         bare, agent = results["bare"], results["agent"]
@@ -150,9 +146,11 @@ class Tools(TxrayTestCase):
             self.assertEqual(mine[0][2], "process")
         return txs
 
+    @matrix_case('sqlite3')
     def test_sqlite3(self):
         work = os.path.join(self.tmp, "sqlite")
-        cmds = [[SQLITE3, "-batch", "shop.db"], [SQLITE3, "-batch", "-readonly", "shop.db", "SELECT count(*) FROM orders"]]
+        cmds = [[SQLITE3, "-batch", "shop.db"],
+                [SQLITE3, "-batch", "-readonly", "shop.db", "SELECT count(*) FROM orders"]]
         # the first command reads the script from stdin
         results = {}
         col = Collector(self.tmp).start()
@@ -165,7 +163,7 @@ class Tools(TxrayTestCase):
                 readonly = run(cmds[1], env, cwd=work)
                 dump = run([SQLITE3, "shop.db", ".dump"], clean_env(), cwd=work)
                 results[side] = (script, readonly, dump)
-            wait_for(lambda: count(col.db, "sqlite3") >= 2, what="sqlite3's transactions")
+            wait_named(col.db, "sqlite3", {process_name(c) for c in cmds})
         finally:
             col.stop()
         self.assertEqual(results["agent"], results["bare"])
@@ -182,6 +180,7 @@ class Tools(TxrayTestCase):
                f"{script[0]}, {results['bare'][1][0]}", f"{results['agent'][0][0]}, {results['agent'][1][0]}",
                True, len(txs), f"{len(sql)} SQL rows")
 
+    @matrix_case('curl')
     def test_curl(self):
         folder = os.path.join(self.tmp, "www")
         os.makedirs(folder)
@@ -216,7 +215,7 @@ class Tools(TxrayTestCase):
                 env = clean_env() if side == "bare" else traced_env(col.endpoint, app="curl", mode="process")
                 out[side] = [(s, date.sub(b"Date: -\r\n", o), took.sub(b" after - ms: ", e))
                              for s, o, e in (run(c, env) for c in commands)]
-            wait_for(lambda: count(col.db, "curl") >= len(commands), what="curl's transactions")
+            wait_named(col.db, "curl", {process_name(c) for c in commands})
         finally:
             col.stop()
         for cmd, b, a in zip(commands, out["bare"], out["agent"]):
@@ -229,8 +228,10 @@ class Tools(TxrayTestCase):
             self.assertTrue(any(f"{base}{path}" in c for c in calls), f"no HTTP_CALL to {path}: {calls}")
         self.assertEqual(len(calls), 8, calls)  # 7 commands, one with two URLs, one refused (no call)
         record("curl", f"{len(commands)} runs: GET/HEAD/POST, 404, -f, refused", ",".join(map(str, statuses)),
-               ",".join(str(s) for s, _, _ in out["agent"]), True, count(col.db, "curl"), f"{len(calls)} HTTP_CALL rows")
+               ",".join(str(s) for s, _, _ in out["agent"]), True, count(col.db, "curl"),
+               f"{len(calls)} HTTP_CALL rows")
 
+    @matrix_case('git')
     def test_git(self):
         work = os.path.join(self.tmp, "gitwork")
         fixed = {"HOME": os.path.join(work, "home"), "GIT_CONFIG_NOSYSTEM": "1", "TZ": "UTC",
@@ -271,11 +272,13 @@ class Tools(TxrayTestCase):
         self.assertEqual(statuses.count(0), len(out) - 2, out)  # all but the bad ref and the bad command
         self.assertIn(b"merge feature", out[[c[1:4] for c, *_ in out].index(["-C", "repo", "log"])][2])
         txs = self.check_process_transactions(col.db, "git", out)
-        record("git", f"{len(out)} commands: init, commit, branch, merge, log, diff, local clone, gc, fsck, archive, errors",
+        record("git", f"{len(out)} commands: init, commit, branch, merge, log, diff, local clone, gc, fsck, "
+               "archive, errors",
                f"{statuses.count(0)}x0 + {len(out) - statuses.count(0)} errors",
                f"{statuses.count(0)}x0 + {len(out) - statuses.count(0)} errors", True, len(txs),
                "one per command + their child programs")
 
+    @matrix_case('make')
     def test_make(self):
         work = os.path.join(self.tmp, "makework")
 
