@@ -1,7 +1,8 @@
 """Compatibility matrix (issue 12): HTTP servers in managed runtimes — a Node.js http server, a JDK 17
 com.sun.net.httpserver.HttpServer (8-thread executor, java.net.http.HttpClient), a Python asyncio
-server (streams) — each answering `GET /r/<id>` by calling a threaded back-end once (the fronts of the
-attribution tests, tests/e2e/attr/ and test_attr_jdk.py). Each runs bare, then under `txray run` (so with
+server (streams) — each answering `GET /r/<id>` by calling a threaded back-end once (for JDK and asyncio
+the fronts of the attribution tests, tests/e2e/attr/ and test_attr_jdk.py; a Node.js server of its own,
+NODE_SERVER below). Each runs bare, then under `txray run` (so with
 the Node.js and Python shims, as a user would run it); the back-end stays bare.
 Compared: every answer of a fixed workload (REQUESTS requests over CONNECTIONS keep-alive connections),
 the server's exit status after SIGTERM and its stdout and stderr (txray run's own line and the port
@@ -22,6 +23,37 @@ from txraytest import PYTHON, Collector, TxrayTestCase, free_port, wait_for, wai
 NODE = shutil.which("node") or "/usr/bin/node"
 REQUESTS = 60
 CONNECTIONS = 4
+
+
+# The Node.js server of the matrix (node_front.js, the attribution tests' front, prints what the shim is
+# doing at exit: a program that looks at the agent, not one to compare). GET /r/<id> calls the back-end's
+# GET /b/<id> through a keep-alive http.Agent pool and answers `r <id> <status> <body>`; it logs its start
+# and, at SIGTERM, how many requests it served.
+NODE_SERVER = r"""
+'use strict';
+const http = require('http');
+const [port, backPort] = process.argv.slice(2);
+const pool = new http.Agent({ keepAlive: true, maxSockets: 4 });
+let served = 0;
+const server = http.createServer((req, res) => {
+  const m = /^\/r\/(\w+)$/.exec(req.url);
+  if (!m) { res.statusCode = 404; res.end(); return; }
+  const id = m[1];
+  http.get({ host: '127.0.0.1', port: backPort, path: '/b/' + id, agent: pool }, (r) => {
+    let body = '';
+    r.setEncoding('latin1');
+    r.on('data', (d) => { body += d; });
+    r.on('end', () => {
+      served++;
+      res.setHeader('content-type', 'text/plain');
+      res.end(`r ${id} ${r.statusCode} ${body}`);
+    });
+  }).on('error', (e) => { res.statusCode = 502; res.end(String(e)); });
+});
+server.keepAliveTimeout = 60000;
+server.listen(Number(port), '127.0.0.1', () => console.log(`listening on ${port}`));
+process.on('SIGTERM', () => { console.log(`served ${served} requests`); process.exit(0); });
+"""
 
 
 def read_bytes(path):
@@ -71,11 +103,15 @@ class Runtimes(TxrayTestCase):
         record(program, f"{REQUESTS} requests over {CONNECTIONS} keep-alive connections, each calling a "
                f"back-end; SIGTERM", bare[1], agent[1], True, len(txs),
                f"{len(in_tx)}/{len(calls)} calls in their transaction")
+        return bare[2]
 
     @matrix_case('Node.js http server')
     def test_node_http_server(self):
-        self.compare("node", "Node.js http server",
-                     [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent"])
+        with open(os.path.join(self.tmp, "server.js"), "w") as f:
+            f.write(NODE_SERVER)
+        out = self.compare("node", "Node.js http server",
+                           [NODE, os.path.join(self.tmp, "server.js"), "{port}", "{back}"])
+        self.assertEqual(out, b"listening on PORT\nserved %d requests\n" % REQUESTS)
 
     @matrix_case('JDK HttpServer')
     def test_jdk_httpserver(self):
