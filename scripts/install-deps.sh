@@ -16,6 +16,7 @@ PKGS=(
   curl python3 procps
   nginx openjdk-17-jdk-headless   # fronts of the attribution tests (tests/e2e/test_attr_*.py)
   nodejs                          # bench/node_hints (Node.js >= 18; the machine has 20)
+  wrk apache2-utils git           # programs of the compatibility matrix (tests/e2e/test_compat_*.py; ab is in apache2-utils)
   chromium
   clang libclang-rt-14-dev
   lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
