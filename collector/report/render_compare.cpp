@@ -56,8 +56,10 @@ CompareRows compare_rows(const Report& r) {
                     fmt_ms(static_cast<int64_t>(std::llround(std::fabs(c.difference_ns)))) + " ms " +
                     (c.difference_ns >= 0 ? "slower" : "faster");
     if (base_mean > 0) {
-      char pct[32];
-      std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * c.difference_ns / base_mean);
+      char pct[48];
+      const double ratio = (base_mean + c.difference_ns) / base_mean;
+      if (ratio >= 10) std::snprintf(pct, sizeof pct, " (×%s)", fmt_count(std::llround(ratio)).c_str());
+      else std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * c.difference_ns / base_mean);
       s += pct;
     }
     if (!c.parts.empty() && c.difference_ns != 0) {

@@ -16,7 +16,8 @@ namespace {
 
 // Opens DB, waits for all rows, optionally boxes the slowest 1 % of the view and opens the slowest
 // transaction's profile, then saves the window to OUT and quits. Exit code 1 when the store cannot be read.
-// compare: boxes the slowest 1 % of the view (the current group) and the faster half (the baseline) and
+// compare: boxes the slowest 1 % of the view (the current group) and the middle half (p25-p75, the
+// baseline) and
 // shows their comparison with the first member's two examples.
 void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowest, bool compare) {
   auto save = [&w, out] {
@@ -40,9 +41,10 @@ void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowe
       w.scatter()->ensureUpToDate();
       const auto& axis = w.scatter()->timeAxis();
       const int64_t p99 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.99, 1000000);
-      const int64_t p50 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.50, 1000000);
+      const int64_t p25 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.25, 1000000);
+      const int64_t p75 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.75, 1000000);
       w.selectBox(txray::viewer::Box{axis.t0(), axis.t1(), p99, INT64_MAX});
-      w.compareWith(txray::viewer::Box{axis.t0(), axis.t1(), 0, p50});
+      w.compareWith(txray::viewer::Box{axis.t0(), axis.t1(), p25, p75});
       return;
     }
     if (!slowest || w.points().size() == 0) return save();
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
   cli.addVersionOption();
   QCommandLineOption shot("screenshot", "Render the main window on DB to OUT.png and exit.", "OUT.png");
   QCommandLineOption slowest("select-slowest", "With --screenshot: box the whole view and open the slowest profile.");
-  QCommandLineOption cmp("compare", "With --screenshot: compare the slowest 1 % of the view with the faster half.");
+  QCommandLineOption cmp("compare", "With --screenshot: compare the slowest 1 % of the view with its middle half (p25-p75).");
   QCommandLineOption log("log-scale", "Start with the response-time axis on a log scale.");
   QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
   cli.addOptions({shot, slowest, cmp, log, size});
