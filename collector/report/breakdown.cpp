@@ -24,9 +24,7 @@ const char* cost_name(Cost c) {
 
 namespace {
 
-struct Split {
-  int64_t sql, fetch, call, cpu, wait;
-};
+using Split = TimeSplit;
 
 // call_cpu: the caller's own CPU inside outbound calls, moved from call to cpu.
 Split split(const TxTotals& t, int64_t call_cpu) {
@@ -183,6 +181,8 @@ int64_t own_cpu_in_calls(const std::vector<StepRow>& rows, const StepRow** bigge
   }
   return total;
 }
+
+TimeSplit split_time(const TxTotals& t, int64_t call_cpu_ns) { return split(t, call_cpu_ns); }
 
 void add_shares(const TxTotals& t, int64_t call_cpu_ns, TimeShares& out) {
   const Split s = split(t, call_cpu_ns);

@@ -50,6 +50,13 @@ struct StepRow {
 int64_t own_cpu_in_calls(const std::vector<StepRow>& rows, const StepRow** biggest = nullptr,
                          int64_t* biggest_ns = nullptr);
 
+// One transaction's exclusive split by the rule above (wait not split): sql + fetch + call + cpu + wait
+// = max(elapsed, 0) exactly. call_cpu_ns is moved from call to cpu.
+struct TimeSplit {
+  int64_t sql = 0, fetch = 0, call = 0, cpu = 0, wait = 0;
+};
+TimeSplit split_time(const TxTotals& t, int64_t call_cpu_ns);
+
 // Adds one transaction's exclusive split (socket wait not separated: it is part of wait_ns).
 // call_cpu_ns: own_cpu_in_calls() of its rows, or 0 when it made no outbound call.
 void add_shares(const TxTotals& t, int64_t call_cpu_ns, TimeShares& out);

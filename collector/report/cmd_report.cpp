@@ -17,6 +17,7 @@ namespace txray::cli {
 int report_main(int argc, char** argv) {
   report::Options opt;
   std::string since, until, out_path;
+  std::string b_since, b_until, b_app, b_name;
   CLI::App app{"Export a slow-call report from a txray store: summary, slowest transactions, transaction "
                "names, SQL by fingerprint, outbound calls, repeated calls (N+1) and a response-time histogram.",
                "txray report"};
@@ -33,8 +34,16 @@ int report_main(int argc, char** argv) {
   app.add_option("--format", opt.format, "md | html | csv | json")
       ->check(CLI::IsMember({"md", "html", "csv", "json"}))
       ->capture_default_str();
-  app.add_option("--table", opt.table, "csv: one table (summary, slowest, names, sql, calls, repeated, histogram)")
-      ->check(CLI::IsMember(report::table_names()));
+  std::vector<std::string> tables = report::table_names();
+  tables.insert(tables.end(), report::compare_table_names().begin(), report::compare_table_names().end());
+  app.add_option("--table", opt.table,
+                 "csv: one table (summary, slowest, names, sql, calls, repeated, histogram; with a baseline also "
+                 "compare_summary, compare, compare_changes, compare_steps)")
+      ->check(CLI::IsMember(tables));
+  app.add_option("--baseline-since", b_since, "compare with a baseline: transactions ending at or after T");
+  app.add_option("--baseline-until", b_until, "baseline: transactions ending at or before T");
+  app.add_option("--baseline-app", b_app, "baseline: this app (exact)");
+  app.add_option("--baseline-name", b_name, "baseline: names containing TEXT");
   app.add_option("-o,--output", out_path, "output file (default stdout); for csv without --table, a directory");
   try {
     app.parse(argc, argv);
@@ -52,6 +61,21 @@ int report_main(int argc, char** argv) {
   if (!until.empty() && !(opt.until_unix_ns = report::parse_time_arg(until, now, &err))) {
     std::fprintf(stderr, "txray report: --until: %s\n", err.c_str());
     return 2;
+  }
+  if (app.count("--baseline-since") || app.count("--baseline-until") || app.count("--baseline-app") ||
+      app.count("--baseline-name")) {
+    report::Options::Baseline b;
+    if (!b_since.empty() && !(b.since_unix_ns = report::parse_time_arg(b_since, now, &err))) {
+      std::fprintf(stderr, "txray report: --baseline-since: %s\n", err.c_str());
+      return 2;
+    }
+    if (!b_until.empty() && !(b.until_unix_ns = report::parse_time_arg(b_until, now, &err))) {
+      std::fprintf(stderr, "txray report: --baseline-until: %s\n", err.c_str());
+      return 2;
+    }
+    if (app.count("--baseline-app")) b.app = b_app;
+    if (app.count("--baseline-name")) b.name = b_name;
+    opt.baseline = b;
   }
   if (!opt.table.empty() && opt.format != "csv") {
     std::fprintf(stderr, "txray report: --table applies to --format csv only\n");

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <unordered_map>
 
 #include "breakdown.h"
+#include "compare.h"
 #include "selection.h"
 #include "sqlite_util.h"
 #include "stats.h"
@@ -206,7 +208,81 @@ void compute_scatter(const Selection& sel, Scatter& sc) {
     if (c.count) sc.cells.push_back(c);
 }
 
+// Every selected transaction with its rows, into one side of a comparison.
+void load_side(const Db& db, const Selection& sel, CompareSide& side) {
+  Stmt head(db, "SELECT txid, error, status, kind FROM transactions WHERE id = ?");
+  Stmt steps(db,
+             "SELECT no, parent, kind, start_offset_ns, gap_ns, cpu_ns, elapsed_ns, fetch_ns, fingerprint, text_id "
+             "FROM steps WHERE tx_id = ? ORDER BY no");
+  Stmt folded(db, "SELECT kind, fingerprint, text_id, count, elapsed_ns FROM step_summaries WHERE tx_id = ?");
+  Stmt text(db, "SELECT text FROM texts WHERE id = ?");
+  std::unordered_map<int64_t, std::string> texts;
+  auto text_of = [&](int64_t id) -> const std::string& {
+    auto it = texts.find(id);
+    if (it != texts.end()) return it->second;
+    std::string t;
+    if (id >= 0) {
+      text.reset();
+      text.bind(1, id);
+      if (text.step()) t.assign(text.text(0));
+    }
+    return texts.emplace(id, std::move(t)).first->second;
+  };
+  CompareTx tx;
+  for (const auto& t : sel.txs) {
+    tx.id = t.id;
+    tx.totals = {t.elapsed, t.cpu, t.sql, t.fetch, t.call};
+    tx.txid = 0;
+    tx.error.clear();
+    tx.rows.clear();
+    tx.folded.clear();
+    head.reset();
+    head.bind(1, t.id);
+    if (head.step()) {
+      tx.txid = head.i64(0);
+      tx.error = head.text(1);
+      if (tx.error.empty() && head.text(3) == "http" && head.i64(2) >= 500)
+        tx.error = "HTTP " + std::to_string(head.i64(2));
+    }
+    steps.reset();
+    steps.bind(1, t.id);
+    while (steps.step()) {
+      StepRow r;
+      r.no = static_cast<int>(steps.i64(0));
+      r.parent = static_cast<int>(steps.i64(1));
+      r.kind = steps.text(2);
+      r.start_ns = steps.i64(3);
+      r.gap_ns = steps.i64(4);
+      r.cpu_ns = steps.i64(5);
+      r.elapsed_ns = steps.i64(6);
+      r.fetch_ns = steps.null(7) ? 0 : steps.i64(7);
+      r.has_fingerprint = !steps.null(8) && steps.i64(8) != 0;
+      r.fingerprint = steps.i64(8);
+      r.text_id = steps.null(9) ? -1 : steps.i64(9);
+      if (r.kind == "SQL" || r.kind == "HTTP_CALL") r.text = text_of(r.text_id);
+      tx.rows.push_back(std::move(r));
+    }
+    folded.reset();
+    folded.bind(1, t.id);
+    while (folded.step())
+      tx.folded.push_back({std::string(folded.text(0)), !folded.null(1) && folded.i64(1) != 0, folded.i64(1),
+                           text_of(folded.null(2) ? -1 : folded.i64(2)), folded.i64(3), folded.i64(4)});
+    side.add(tx);
+  }
+}
+
 }  // namespace
+
+Options baseline_options(const Options& opt) {
+  Options b = opt;
+  const Options::Baseline& base = *opt.baseline;
+  if (base.since_unix_ns || base.until_unix_ns) b.since_unix_ns = base.since_unix_ns, b.until_unix_ns = base.until_unix_ns;
+  if (base.app) b.app = *base.app;
+  if (base.name) b.name = *base.name;
+  b.tx_ids = base.tx_ids;
+  b.baseline.reset();
+  return b;
+}
 
 std::string validate_options(const Options& opt) {
   if (opt.db.empty()) return "no store given (--db FILE)";
@@ -216,13 +292,20 @@ std::string validate_options(const Options& opt) {
   if (opt.format != "md" && opt.format != "html" && opt.format != "csv" && opt.format != "json")
     return "unknown format '" + opt.format + "' (md, html, csv, json)";
   if (!opt.table.empty()) {
-    const auto& t = table_names();
-    if (std::find(t.begin(), t.end(), opt.table) == t.end())
-      return "unknown table '" + opt.table + "' (summary, slowest, names, sql, calls, repeated, histogram)";
+    if (!is_table_name(opt.table))
+      return "unknown table '" + opt.table + "' (summary, slowest, names, sql, calls, repeated, histogram, "
+             "compare_summary, compare, compare_changes, compare_steps)";
     if (opt.format != "csv") return "--table applies to --format csv only";
+    if (opt.table.rfind("compare", 0) == 0 && !opt.baseline)
+      return "--table " + opt.table + " needs a baseline (--baseline-since, --baseline-until, --baseline-app, --baseline-name)";
   }
   if (opt.since_unix_ns && opt.until_unix_ns && *opt.since_unix_ns > *opt.until_unix_ns)
     return "--since is after --until";
+  if (opt.baseline) {
+    const Options b = baseline_options(opt);
+    if (b.since_unix_ns && b.until_unix_ns && *b.since_unix_ns > *b.until_unix_ns)
+      return "--baseline-since is after --baseline-until";
+  }
   return "";
 }
 
@@ -254,18 +337,32 @@ std::string compute_report(const Options& opt, Report& r) {
     count_unattributed(db, opt, r.summary);
     count_drops(db, opt, r.summary);
     phase("summary");
-    compute_names(sel, opt.top, r);
-    phase("names");
-    compute_slowest(db, sel, opt.top, r);
-    phase("slowest");
-    compute_step_groups(db, opt, sel, r);
-    phase("steps");
-    std::vector<int64_t> elapsed;
-    elapsed.reserve(sel.txs.size());
-    for (const auto& t : sel.txs) elapsed.push_back(t.elapsed);
-    r.histogram = histogram(elapsed);
-    compute_scatter(sel, r.scatter);
-    phase("histogram");
+    if (!(opt.compare_only && opt.baseline)) {
+      compute_names(sel, opt.top, r);
+      phase("names");
+      compute_slowest(db, sel, opt.top, r);
+      phase("slowest");
+      compute_step_groups(db, opt, sel, r);
+      phase("steps");
+      std::vector<int64_t> elapsed;
+      elapsed.reserve(sel.txs.size());
+      for (const auto& t : sel.txs) elapsed.push_back(t.elapsed);
+      r.histogram = histogram(elapsed);
+      compute_scatter(sel, r.scatter);
+      phase("histogram");
+    }
+    if (opt.baseline) {
+      const Options bopt = baseline_options(opt);
+      Selection base = select_transactions(db, bopt);
+      CompareSide b, c;
+      load_side(db, base, b);
+      load_side(db, sel, c);
+      r.compare = compare_sides(b, c, opt.top);
+      r.compare.baseline_filters = base.filters;
+      compute_summary(db, base, r.compare.baseline);
+      r.has_compare = true;
+      phase("compare");
+    }
     Stmt(db, "COMMIT").step();
   } catch (const std::exception& e) {
     return e.what();

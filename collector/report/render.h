@@ -38,4 +38,20 @@ struct Table {
 Table csv_table(const Report& r, const std::string& name);  // name from table_names()
 void render_csv(const Table& t, std::ostream& out);
 
+// The comparison (Report::compare) as text cells, unescaped: the Markdown and HTML renderers and the
+// viewer's comparison panel all show these (render_compare.cpp).
+struct CompareRows {
+  std::string headline;  // one sentence: means, difference, the largest part
+  std::string filters;   // "Baseline: <filters> · current: <filters>"
+  Table summary;         // counts and percentiles: "", Baseline, Current, Difference
+  Table parts;           // the five parts + response time: Part, Baseline ms, Current ms, Contribution ms
+  Table members;         // ranked members
+  Table changes;         // appeared / vanished
+  Table steps;           // steps per transaction by kind
+  std::string notes;     // what contribution and waiting mean
+};
+CompareRows compare_rows(const Report& r);
+std::string fmt_delta_ms(double ns);             // "+12.50", "−0.310", "0.000"
+const char* part_label(const std::string& part); // "cpu" → "CPU in own code", …
+
 }  // namespace txray::report

@@ -85,10 +85,64 @@ Table groups_table(const std::vector<CallGroup>& groups, bool is_call) {
   return tb;
 }
 
+std::string dbl_ms(double ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", ns / 1e6);
+  return buf;
+}
+std::string example_id(const CompareExample& e) { return e.id ? hex16(e.txid) : ""; }
+
+// The comparison (docs/report.md, "Comparing two groups"): four tables.
+Table compare_table(const Report& r, const std::string& name) {
+  const Compare& c = r.compare;
+  Table tb;
+  if (name == "compare_summary") {
+    tb.header = {"key", "baseline", "current"};
+    const Summary &b = c.baseline, &u = r.summary;
+    auto add = [&](std::string k, std::string x, std::string y) { tb.rows.push_back({std::move(k), std::move(x), std::move(y)}); };
+    add("filters", c.baseline_filters, r.filters);
+    add("transactions", num(b.transactions), num(u.transactions));
+    add("errors", num(b.errors), num(u.errors));
+    add("avg_ms", ms(b.avg_ns), ms(u.avg_ns));
+    add("p50_ms", ms(b.pct.p50), ms(u.pct.p50));
+    add("p90_ms", ms(b.pct.p90), ms(u.pct.p90));
+    add("p95_ms", ms(b.pct.p95), ms(u.pct.p95));
+    add("p99_ms", ms(b.pct.p99), ms(u.pct.p99));
+    add("max_ms", ms(b.pct.max), ms(u.pct.max));
+    for (const auto& p : c.by_part) add("mean_" + p.part + "_ms", dbl_ms(p.base_ns), dbl_ms(p.cur_ns));
+    add("difference_ms", "", dbl_ms(c.difference_ns));
+    add("example_txid", example_id(c.base_typical), example_id(c.cur_typical));
+  } else if (name == "compare") {
+    tb.header = {"rank", "part", "key", "fingerprint", "contribution_ms", "baseline_ms", "current_ms",
+                 "baseline_per_tx", "current_per_tx", "baseline_ms_per_call", "current_ms_per_call",
+                 "count_effect_ms", "time_effect_ms", "baseline_txid", "current_txid"};
+    for (size_t i = 0; i < c.parts.size(); ++i) {
+      const auto& p = c.parts[i];
+      auto f = [&](double v) { return p.counted ? frac(v) : std::string(); };
+      auto m = [&](double v) { return p.counted ? dbl_ms(v) : std::string(); };
+      tb.rows.push_back({num(static_cast<int64_t>(i + 1)), p.part, p.key, p.fingerprint, dbl_ms(p.contribution_ns),
+                         dbl_ms(p.base_ns), dbl_ms(p.cur_ns), f(p.base_per_tx), f(p.cur_per_tx),
+                         m(p.base_per_call_ns), m(p.cur_per_call_ns), m(p.count_effect_ns), m(p.time_effect_ns),
+                         example_id(p.base_example), example_id(p.cur_example)});
+    }
+  } else if (name == "compare_changes") {
+    tb.header = {"change", "what", "key", "fingerprint", "count", "transactions", "example_txid"};
+    for (const auto* list : {&c.appeared, &c.vanished})
+      for (const auto& x : *list)
+        tb.rows.push_back({list == &c.appeared ? "appeared" : "vanished", x.what, x.key, x.fingerprint, num(x.count),
+                           num(x.transactions), example_id(x.example)});
+  } else if (name == "compare_steps") {
+    tb.header = {"kind", "baseline_per_tx", "current_per_tx"};
+    for (const auto& k : c.kinds) tb.rows.push_back({k.kind, frac(k.base_per_tx), frac(k.cur_per_tx)});
+  }
+  return tb;
+}
+
 }  // namespace
 
 Table csv_table(const Report& r, const std::string& name) {
   if (name == "summary") return summary_table(r);
+  if (name.rfind("compare", 0) == 0) return compare_table(r, name);
   Table tb;
   if (name == "slowest") {
     tb.header = {"id", "txid", "app", "name", "start", "elapsed_ms", "cpu_ms", "sql_ms", "fetch_ms", "calls_ms",

@@ -180,6 +180,80 @@ std::string shown(size_t shown, int64_t total) {
                                             : "";
 }
 
+// A table of text cells: every cell escaped; numeric columns (align 'r') right-aligned, code columns
+// (align 'c') in monospace.
+void cells_table(std::ostream& o, const Table& t, std::string_view align) {
+  o << "<table><tr>";
+  for (size_t i = 0; i < t.header.size(); ++i)
+    o << "<th" << (i < align.size() && align[i] == 'r' ? " class=n" : "") << ">" << h(t.header[i]) << "</th>";
+  o << "</tr>";
+  for (const auto& r : t.rows) {
+    o << "<tr>";
+    for (size_t i = 0; i < r.size(); ++i) {
+      const char a = i < align.size() ? align[i] : 'l';
+      o << "<td" << (a == 'r' ? " class=n" : a == 'c' ? " class=code" : a == 'i' ? " class=id" : "") << ">"
+        << hs(r[i], 300) << "</td>";
+    }
+    o << "</tr>";
+  }
+  o << "</table>";
+}
+
+// Baseline and current side by side: the five parts as two stacked bars on one scale.
+void compare_bars(std::ostream& o, const Compare& c) {
+  double most = 1;
+  double tb = 0, tc = 0;
+  for (const auto& p : c.by_part) tb += p.base_ns, tc += p.cur_ns;
+  most = std::max({most, tb, tc});
+  const double W = 700, L = 70;  // room on the right for the longer bar's total
+  o << "<svg width=\"" << L + W + 90 << "\" height=\"78\" role=\"img\" aria-label=\"time per transaction\">";
+  const char* side[] = {"baseline", "current"};
+  for (int row = 0; row < 2; ++row) {
+    double x = L;
+    const double y = 4 + row * 28;
+    o << "<text x=\"" << L - 6 << "\" y=\"" << y + 15 << "\" text-anchor=\"end\">" << side[row] << "</text>";
+    for (size_t i = 0; i < c.by_part.size(); ++i) {
+      const double v = row ? c.by_part[i].cur_ns : c.by_part[i].base_ns;
+      const double w = v / most * W;
+      if (w > 0)
+        o << "<rect x=\"" << num(x) << "\" y=\"" << y << "\" width=\"" << num(w) << "\" height=\"22\" fill=\""
+          << share_colour(static_cast<int>(i)) << "\"><title>" << part_label(c.by_part[i].part) << " "
+          << fmt_ms(static_cast<int64_t>(v)) << " ms</title></rect>";
+      x += w;
+    }
+    o << "<text x=\"" << num(x + 4) << "\" y=\"" << y + 15 << "\">"
+      << fmt_ms(static_cast<int64_t>(row ? tc : tb)) << " ms</text>";
+  }
+  double x = L;
+  for (size_t i = 0; i < c.by_part.size(); ++i) {
+    o << "<rect x=\"" << x << "\" y=\"62\" width=\"12\" height=\"12\" fill=\"" << share_colour(static_cast<int>(i))
+      << "\"/><text x=\"" << x + 16 << "\" y=\"73\">" << part_label(c.by_part[i].part) << "</text>";
+    x += 140;
+  }
+  o << "</svg>";
+}
+
+void compare_html(const Report& r, std::ostream& o) {
+  const CompareRows c = compare_rows(r);
+  o << "<h2>Comparison with the baseline</h2><p><b>" << h(c.headline) << "</b></p><div class=meta>" << h(c.filters)
+    << "</div>";
+  cells_table(o, c.summary, "lrrr");
+  o << "<p class=note>Mean time per transaction, baseline and current, on one scale:</p>";
+  compare_bars(o, r.compare);
+  o << "<h2>Where the difference comes from</h2>";
+  cells_table(o, c.parts, "lrrr");
+  o << "<p class=note>Ranked by contribution (" << fmt_count(r.compare.members) << " members):</p>";
+  cells_table(o, c.members, "rlcrrrlii");
+  o << "<p class=note>" << h(c.notes) << "</p>";
+  o << "<h2>What appeared or vanished</h2>";
+  if (c.changes.rows.empty()) o << "<p class=note>Nothing: the same statements, call targets and errors on both sides.</p>";
+  else cells_table(o, c.changes, "llcrri");
+  o << "<h2>Steps per transaction by kind</h2>";
+  if (c.steps.rows.empty()) o << "<p class=note>No steps.</p>";
+  else cells_table(o, c.steps, "lrr");
+  o << "<p class=note>The sections below describe the current group.</p>\n";
+}
+
 }  // namespace
 
 void render_html(const Report& r, std::ostream& o) {
@@ -190,6 +264,7 @@ void render_html(const Report& r, std::ostream& o) {
     << kCss << "</style></head><body>\n";
   o << "<h1>txray slow-call report</h1><div class=meta>Store <code>" << h(r.db) << "</code> · filters: "
     << h(r.filters) << " · generated " << fmt_time(r.generated_unix_ns) << "</div>\n";
+  if (r.has_compare) compare_html(r, o);
 
   o << "<h2>Summary</h2>";
   if (s.transactions) {

@@ -34,19 +34,10 @@ json group_json(const CallGroup& g, size_t rank, bool is_call) {
   return j;
 }
 
-}  // namespace
-
-json to_json(const Report& r) {
-  const Summary& s = r.summary;
+json summary_json(const Summary& s) {
   const TimeShares& t = s.shares;
   auto share = [&](int64_t v) { return t.total_ns ? static_cast<double>(v) / static_cast<double>(t.total_ns) : 0.0; };
-  json j;
-  j["report"] = {{"db", r.db},
-                 {"generated", fmt_time(r.generated_unix_ns)},
-                 {"filters", r.filters},
-                 {"repeat_threshold", r.repeat_threshold},
-                 {"percentile_method", "nearest-rank"}};
-  j["summary"] = {{"transactions", s.transactions},
+  json j = {{"transactions", s.transactions},
                   {"errors", s.errors},
                   {"error_rate", s.error_rate},
                   {"throughput_per_s", s.throughput_per_s},
@@ -73,14 +64,88 @@ json to_json(const Report& r) {
                     {"fetch", share(t.fetch_ns)},
                     {"calls", share(t.call_ns)},
                     {"waiting", share(t.wait_ns)}}}};
-  j["summary"]["unattributed_steps"] = s.unattributed_steps;
+  j["unattributed_steps"] = s.unattributed_steps;
   json by_kind = json::object();
   for (const auto& [kind, n] : s.unattributed_by_kind) by_kind[kind] = n;
-  j["summary"]["unattributed_by_kind"] = by_kind;
-  j["summary"]["dropped_transactions"] = s.dropped_transactions;
+  j["unattributed_by_kind"] = by_kind;
+  j["dropped_transactions"] = s.dropped_transactions;
   json by_reason = json::object();
   for (const auto& [reason, n] : s.dropped_by_reason) by_reason[reason] = n;
-  j["summary"]["dropped_by_reason"] = by_reason;
+  j["dropped_by_reason"] = by_reason;
+  return j;
+}
+
+json example_json(const CompareExample& e) {
+  if (e.id == 0) return nullptr;
+  return {{"id", e.id}, {"txid", hex16(e.txid)}, {"elapsed_ms", ms(e.elapsed_ns)}, {"member_ms", ms(e.member_ns)}};
+}
+
+json part_json(const ComparePart& p) {
+  json j = {{"part", p.part}, {"key", p.key}, {"contribution_ms", p.contribution_ns / 1e6},
+            {"baseline_ms", p.base_ns / 1e6}, {"current_ms", p.cur_ns / 1e6}};
+  if (!p.fingerprint.empty()) j["fingerprint"] = p.fingerprint;
+  if (p.counted) {
+    j["baseline_per_tx"] = p.base_per_tx;
+    j["current_per_tx"] = p.cur_per_tx;
+    j["baseline_ms_per_call"] = p.base_per_call_ns / 1e6;
+    j["current_ms_per_call"] = p.cur_per_call_ns / 1e6;
+    j["count_effect_ms"] = p.count_effect_ns / 1e6;
+    j["time_effect_ms"] = p.time_effect_ns / 1e6;
+  }
+  if (p.folded_members) j["members"] = p.folded_members;
+  else j["examples"] = {{"baseline", example_json(p.base_example)}, {"current", example_json(p.cur_example)}};
+  return j;
+}
+
+json changes_json(const std::vector<Change>& cs) {
+  json out = {{"sql", json::array()}, {"calls", json::array()}, {"errors", json::array()}};
+  for (const auto& c : cs) {
+    json j = {{"key", c.key}};
+    if (!c.fingerprint.empty()) j["fingerprint"] = c.fingerprint;
+    j[c.what == "error" ? "transactions" : "calls"] = c.count;
+    if (c.what != "error") j["transactions"] = c.transactions;
+    j["example"] = example_json(c.example);
+    out[c.what == "sql" ? "sql" : c.what == "call" ? "calls" : "errors"].push_back(j);
+  }
+  return out;
+}
+
+json compare_json(const Compare& c, const Summary& current) {
+  json j;
+  j["baseline_filters"] = c.baseline_filters;
+  j["baseline"] = summary_json(c.baseline);
+  j["current"] = summary_json(current);
+  j["difference_ms"] = c.difference_ns / 1e6;
+  j["by_part"] = json::array();
+  for (const auto& p : c.by_part)
+    j["by_part"].push_back({{"part", p.part}, {"baseline_ms", p.base_ns / 1e6}, {"current_ms", p.cur_ns / 1e6},
+                            {"contribution_ms", p.contribution_ns / 1e6}});
+  j["parts"] = json::array();
+  for (const auto& p : c.parts) j["parts"].push_back(part_json(p));
+  j["members"] = c.members;
+  j["cpu_samples"] = c.cpu_samples;
+  j["steps_per_tx"] = json::array();
+  for (const auto& k : c.kinds)
+    j["steps_per_tx"].push_back({{"kind", k.kind}, {"baseline", k.base_per_tx}, {"current", k.cur_per_tx}});
+  j["appeared"] = changes_json(c.appeared);
+  j["vanished"] = changes_json(c.vanished);
+  j["examples"] = {{"baseline", example_json(c.base_typical)}, {"current", example_json(c.cur_typical)}};
+  return j;
+}
+
+}  // namespace
+
+json to_json(const Report& r) {
+  const Summary& s = r.summary;
+  json j;
+  j["report"] = {{"db", r.db},
+                 {"generated", fmt_time(r.generated_unix_ns)},
+                 {"filters", r.filters},
+                 {"repeat_threshold", r.repeat_threshold},
+                 {"percentile_method", "nearest-rank"}};
+  j["summary"] = summary_json(s);
+  if (r.has_compare) j["compare"] = compare_json(r.compare, s);
+
   j["slowest"] = json::array();
   for (const auto& x : r.slowest)
     j["slowest"].push_back({{"id", x.id},

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "format.h"
 #include "render.h"
 #include "stats.h"
@@ -59,6 +60,38 @@ void groups(std::ostream& o, const std::vector<CallGroup>& gs, bool is_call) {
   o << "\n";
 }
 
+void table(std::ostream& o, const Table& t, std::string_view align, size_t code_col = SIZE_MAX) {
+  o << "|";
+  for (const auto& c : t.header) o << " " << cell(c) << " |";
+  o << "\n|";
+  for (char a : align) o << (a == 'r' ? "---:|" : "---|");
+  o << "\n";
+  for (const auto& r : t.rows) {
+    o << "|";
+    for (size_t i = 0; i < r.size(); ++i) o << " " << cell(r[i], i == code_col ? 160 : 200) << " |";
+    o << "\n";
+  }
+  o << "\n";
+}
+
+void compare_md(const Report& r, std::ostream& o) {
+  const CompareRows c = compare_rows(r);
+  o << "## Comparison with the baseline\n\n" << cell(c.headline, 400) << "\n\n" << cell(c.filters, 600) << "\n\n";
+  table(o, c.summary, "lrrr");
+  o << "### Where the difference comes from\n\n";
+  table(o, c.parts, "lrrr");
+  o << "Ranked by contribution (" << fmt_count(r.compare.members) << " members):\n\n";
+  table(o, c.members, "rllrrrlll", 2);
+  o << cell(c.notes, 1000) << "\n\n";
+  o << "### What appeared or vanished\n\n";
+  if (c.changes.rows.empty()) o << "Nothing: the same statements, call targets and errors on both sides.\n\n";
+  else table(o, c.changes, "lllrrl", 2);
+  o << "### Steps per transaction by kind\n\n";
+  if (c.steps.rows.empty()) o << "No steps.\n\n";
+  else table(o, c.steps, "lrr");
+  o << "The sections below describe the current group.\n\n";
+}
+
 }  // namespace
 
 void render_md(const Report& r, std::ostream& o) {
@@ -69,6 +102,7 @@ void render_md(const Report& r, std::ostream& o) {
   o << "# txray slow-call report\n\n";
   o << "Store `" << cell(r.db) << "` · filters: " << cell(r.filters) << " · generated " << fmt_time(r.generated_unix_ns)
     << "\n\n";
+  if (r.has_compare) compare_md(r, o);
 
   o << "## Summary\n\n";
   if (s.transactions == 0) {

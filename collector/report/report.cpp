@@ -13,6 +13,18 @@ const std::vector<std::string>& table_names() {
   return names;
 }
 
+const std::vector<std::string>& compare_table_names() {
+  static const std::vector<std::string> names{"compare_summary", "compare", "compare_changes", "compare_steps"};
+  return names;
+}
+
+bool is_table_name(const std::string& name) {
+  for (const auto* list : {&table_names(), &compare_table_names()})
+    for (const auto& n : *list)
+      if (n == name) return true;
+  return false;
+}
+
 std::string write_report(const Options& opt, std::ostream& out) {
   if (opt.format == "csv" && opt.table.empty())
     return "csv writes one table per file: choose one with --table, or give a directory";
@@ -34,7 +46,10 @@ std::string write_report_dir(const Options& opt, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return "cannot create directory '" + dir + "': " + ec.message();
-  for (const auto& name : table_names()) {
+  std::vector<std::string> names = table_names();
+  if (r.has_compare)  // only a comparison has these
+    names.insert(names.end(), compare_table_names().begin(), compare_table_names().end());
+  for (const auto& name : names) {
     if (!opt.table.empty() && name != opt.table) continue;
     const std::string path = (std::filesystem::path(dir) / (name + ".csv")).string();
     std::ofstream f(path, std::ios::binary);

@@ -112,6 +112,53 @@ struct Scatter {
   std::vector<ScatterCell> cells;
 };
 
+// A comparison of two groups of transactions (compare.h computes it): the current group (the report's
+// filters) against a baseline. The difference of the mean response times is decomposed exactly into
+// parts (cpu, sql, fetch, call, waiting) and their members; contributions are current mean minus
+// baseline mean, in ns (double: a mean need not be a whole number of ns), and add up to difference_ns.
+struct CompareExample {     // a representative transaction of one side for one member (id 0: none)
+  int64_t id = 0, txid = 0;
+  int64_t elapsed_ns = 0;
+  int64_t member_ns = 0;    // that member's time in it
+};
+struct ComparePart {
+  std::string part;         // cpu | sql | fetch | call | waiting
+  std::string key;          // the member: SQL text, host/path, "own code", a wait kind, "(n others)"
+  std::string fingerprint;  // SQL / fetch: 16 hex digits when known
+  double base_ns = 0, cur_ns = 0;        // mean per transaction of each side
+  double contribution_ns = 0;            // cur_ns - base_ns
+  bool counted = false;                  // SQL, fetch, call: per-call figures below are meaningful
+  double base_per_tx = 0, cur_per_tx = 0;        // executions per transaction
+  double base_per_call_ns = 0, cur_per_call_ns = 0;
+  double count_effect_ns = 0, time_effect_ns = 0;  // (cur_n - base_n) * base_t and cur_n * (cur_t - base_t)
+  CompareExample base_example, cur_example;
+  int64_t folded_members = 0;            // "(n others)" lines: how many members folded into it
+};
+struct KindCount {          // steps of one kind per transaction, both sides
+  std::string kind;
+  double base_per_tx = 0, cur_per_tx = 0;
+};
+struct Change {             // what appeared in the current group or vanished from it
+  std::string what;         // sql | call | error
+  std::string key;          // SQL text, host/path, error text
+  std::string fingerprint;  // sql
+  int64_t count = 0;        // executions (sql, call) or failed transactions (error) on the side that has it
+  int64_t transactions = 0; // transactions that have it
+  CompareExample example;   // one of them
+};
+struct Compare {
+  std::string baseline_filters;
+  Summary baseline;           // the current group's summary is Report::summary
+  double difference_ns = 0;   // mean response time: current - baseline
+  std::vector<ComparePart> by_part;  // the five parts, fixed order: cpu, sql, fetch, call, waiting
+  std::vector<ComparePart> parts;    // members, largest |contribution| first; past --top folded per part
+  int64_t members = 0;               // members before the cut
+  std::vector<KindCount> kinds;      // step kinds, most per transaction first
+  std::vector<Change> appeared, vanished;
+  bool cpu_samples = false;   // schema v1 stores no CPU samples: CPU is one member, "own code"
+  CompareExample base_typical, cur_typical;  // the transaction nearest each side's mean response time
+};
+
 struct Report {
   std::string db;
   std::string filters;        // human-readable description of the filters applied
@@ -129,6 +176,8 @@ struct Report {
   int64_t repeated_groups = 0;
   std::vector<Bucket> histogram;
   Scatter scatter;
+  bool has_compare = false;   // a baseline was given: compare holds the comparison
+  Compare compare;
 };
 
 }  // namespace txray::report

@@ -109,11 +109,20 @@ void Loader::loadProfile(int request, qint64 id) {
   }
 }
 
+void Loader::compare(int request, const CompareRequestPtr& req) {
+  // Its own connection through collector/report (read-only, one read transaction), like `txray report`.
+  auto result = std::make_shared<Comparison>(path_.empty() ? Comparison{"no store open", {}, {}}
+                                                           : compare_selections(path_, *req));
+  emit compared(request, result);
+}
+
 StoreSession::StoreSession(QObject* parent) : QObject(parent), loader_(new Loader) {
   qRegisterMetaType<PointBatchPtr>();
   qRegisterMetaType<TxListPtr>();
   qRegisterMetaType<ProfilePtr>();
   qRegisterMetaType<Box>();
+  qRegisterMetaType<ComparisonPtr>();
+  qRegisterMetaType<CompareRequestPtr>();
   loader_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, loader_, &QObject::deleteLater);
   connect(loader_, &Loader::opened, this, &StoreSession::opened);
@@ -125,6 +134,7 @@ StoreSession::StoreSession(QObject* parent) : QObject(parent), loader_(new Loade
   });
   connect(loader_, &Loader::boxLoaded, this, &StoreSession::boxLoaded);
   connect(loader_, &Loader::profileLoaded, this, &StoreSession::profileLoaded);
+  connect(loader_, &Loader::compared, this, &StoreSession::compared);
   thread_.setObjectName("txray-store");
   thread_.start();
 }
@@ -156,6 +166,14 @@ int StoreSession::queryBox(const Box& box, int64_t min_id, int64_t max_id) {
 int StoreSession::loadProfile(int64_t id) {
   const int request = next_request_++;
   QMetaObject::invokeMethod(loader_, "loadProfile", Qt::QueuedConnection, Q_ARG(int, request), Q_ARG(qint64, id));
+  return request;
+}
+
+int StoreSession::compare(std::vector<int64_t> baseline_ids, std::vector<int64_t> current_ids, int top) {
+  const int request = next_request_++;
+  auto req = std::make_shared<const CompareRequest>(CompareRequest{std::move(baseline_ids), std::move(current_ids), top});
+  QMetaObject::invokeMethod(loader_, "compare", Qt::QueuedConnection, Q_ARG(int, request),
+                            Q_ARG(txray::viewer::CompareRequestPtr, req));
   return request;
 }
 

@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "comparison.h"
 #include "store.h"
 #include "types.h"
 
@@ -16,6 +17,8 @@ Q_DECLARE_METATYPE(txray::viewer::PointBatchPtr)
 Q_DECLARE_METATYPE(txray::viewer::TxListPtr)
 Q_DECLARE_METATYPE(txray::viewer::ProfilePtr)
 Q_DECLARE_METATYPE(txray::viewer::Box)
+Q_DECLARE_METATYPE(txray::viewer::ComparisonPtr)
+Q_DECLARE_METATYPE(txray::viewer::CompareRequestPtr)
 
 namespace txray::viewer {
 
@@ -32,6 +35,7 @@ class Loader : public QObject {
   void poll();
   void queryBox(int request, txray::viewer::Box box, qint64 min_id, qint64 max_id);
   void loadProfile(int request, qint64 id);
+  void compare(int request, const txray::viewer::CompareRequestPtr& req);
 
  signals:
   void opened(const QString& path, qint64 transactions);
@@ -40,6 +44,7 @@ class Loader : public QObject {
   void pollFinished(qint64 last_id);
   void boxLoaded(int request, const txray::viewer::TxListPtr& rows);
   void profileLoaded(int request, const txray::viewer::ProfilePtr& profile);
+  void compared(int request, const txray::viewer::ComparisonPtr& result);
 
  private:
   // The first load of a big store reads the upper half of the ids on a second thread with its own
@@ -62,6 +67,8 @@ class StoreSession : public QObject {
   void poll();                     // loads rows added since the last poll (ignored while one runs)
   int queryBox(const Box& box, int64_t min_id, int64_t max_id);  // returns the request number
   int loadProfile(int64_t id);
+  // Compares two selections (transaction ids) with collector/report: the `compared` signal.
+  int compare(std::vector<int64_t> baseline_ids, std::vector<int64_t> current_ids, int top = 30);
   bool polling() const { return polling_; }
 
  signals:
@@ -71,6 +78,7 @@ class StoreSession : public QObject {
   void pollFinished(qint64 last_id);
   void boxLoaded(int request, const txray::viewer::TxListPtr& rows);
   void profileLoaded(int request, const txray::viewer::ProfilePtr& profile);
+  void compared(int request, const txray::viewer::ComparisonPtr& result);
 
  private:
   QThread thread_;

@@ -59,6 +59,15 @@ BoxStats PointSet::box_stats(const Box& box) const {
   return s;
 }
 
+std::vector<int64_t> PointSet::ids_in(const Box& box) const {
+  std::vector<int64_t> ids;
+  auto [first, last] = range(box.t0, box.t1);
+  for (size_t i = first; i < last; ++i)
+    if (points_[i].elapsed_ns >= box.e0 && points_[i].elapsed_ns <= box.e1) ids.push_back(points_[i].id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 int64_t PointSet::nth_slowest(const Box& box, size_t n) const {
   auto [first, last] = range(box.t0, box.t1);
   std::vector<int64_t> v;

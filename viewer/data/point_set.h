@@ -38,6 +38,8 @@ class PointSet {
   // Index range [first, last) of dots with t0 <= end <= t1.
   std::pair<size_t, size_t> range(int64_t t0, int64_t t1) const;
   BoxStats box_stats(const Box& box) const;
+  // The ids of the dots inside box, ascending.
+  std::vector<int64_t> ids_in(const Box& box) const;
   // The response time of the n-th slowest dot in `box` (box.e0 when the box holds n dots or fewer): a box
   // raised to it holds about the n slowest dots.
   int64_t nth_slowest(const Box& box, size_t n) const;

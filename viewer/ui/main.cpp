@@ -1,5 +1,5 @@
 // txray-viewer [DB]
-// txray-viewer --screenshot OUT.png [--select-slowest] [--log-scale] [--size WxH] DB
+// txray-viewer --screenshot OUT.png [--select-slowest | --compare] [--log-scale] [--size WxH] DB
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -16,7 +16,10 @@ namespace {
 
 // Opens DB, waits for all rows, optionally boxes the slowest 1 % of the view and opens the slowest
 // transaction's profile, then saves the window to OUT and quits. Exit code 1 when the store cannot be read.
-void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowest) {
+// compare: boxes the slowest 1 % of the view (the current group) and the middle half (p25-p75, the
+// baseline) and
+// shows their comparison with the first member's two examples.
+void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowest, bool compare) {
   auto save = [&w, out] {
     // Let the last layout/paint settle before grabbing.
     QTimer::singleShot(50, &w, [&w, out] {
@@ -29,10 +32,21 @@ void screenshot(MainWindow& w, const QString& db, const QString& out, bool slowe
     std::fprintf(stderr, "txray-viewer: %s\n", qPrintable(m));
     QApplication::exit(1);
   });
-  QObject::connect(&w, &MainWindow::loadFinished, &w, [&w, slowest, save] {
+  QObject::connect(&w, &MainWindow::loadFinished, &w, [&w, slowest, compare, save] {
     // A picture of the data, not of the live window: a short demo run would sit at the right edge of
     // a 15-minute window.
     w.scatter()->fitAll();
+    if (compare && w.points().size() > 0) {
+      QObject::connect(&w, &MainWindow::examplesShown, &w, [save] { save(); });
+      w.scatter()->ensureUpToDate();
+      const auto& axis = w.scatter()->timeAxis();
+      const int64_t p99 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.99, 1000000);
+      const int64_t p25 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.25, 1000000);
+      const int64_t p75 = w.points().quantile_elapsed(axis.t0(), axis.t1(), 0.75, 1000000);
+      w.selectBox(txray::viewer::Box{axis.t0(), axis.t1(), p99, INT64_MAX});
+      w.compareWith(txray::viewer::Box{axis.t0(), axis.t1(), p25, p75});
+      return;
+    }
     if (!slowest || w.points().size() == 0) return save();
     QObject::connect(&w, &MainWindow::listFilled, &w, [&w, save](int rows) {
       if (rows == 0) return save();
@@ -63,9 +77,10 @@ int main(int argc, char** argv) {
   cli.addVersionOption();
   QCommandLineOption shot("screenshot", "Render the main window on DB to OUT.png and exit.", "OUT.png");
   QCommandLineOption slowest("select-slowest", "With --screenshot: box the whole view and open the slowest profile.");
+  QCommandLineOption cmp("compare", "With --screenshot: compare the slowest 1 % of the view with its middle half (p25-p75).");
   QCommandLineOption log("log-scale", "Start with the response-time axis on a log scale.");
   QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
-  cli.addOptions({shot, slowest, log, size});
+  cli.addOptions({shot, slowest, cmp, log, size});
   cli.addPositionalArgument("DB", "txray store (SQLite file written by `txray collect`).");
   cli.process(app);
   const QStringList args = cli.positionalArguments();
@@ -89,7 +104,7 @@ int main(int argc, char** argv) {
     w.resize(wh[0].toInt(), wh[1].toInt());
     w.setAttribute(Qt::WA_DontShowOnScreen);
     w.show();
-    screenshot(w, args[0], cli.value(shot), cli.isSet(slowest));
+    screenshot(w, args[0], cli.value(shot), cli.isSet(slowest), cli.isSet(cmp));
     return app.exec();
   }
   w.show();

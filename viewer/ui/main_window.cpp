@@ -15,8 +15,10 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 
+#include "compare_panel.h"
 #include "list_panel.h"
 #include "profile_format.h"
 #include "profile_panel.h"
@@ -41,6 +43,8 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
       scatter_(new ScatterView(&points_, this)),
       list_(new ListPanel(this)),
       profile_(new ProfilePanel(this)),
+      compare_(new ComparePanel(this)),
+      tabs_(new QTabWidget(this)),
       vsplit_(new QSplitter(Qt::Vertical, this)),
       hsplit_(new QSplitter(Qt::Horizontal, this)),
       status_(new QLabel(this)) {
@@ -51,7 +55,10 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
   hsplit_->setStretchFactor(0, 1);
   hsplit_->setStretchFactor(1, 1);
   vsplit_->addWidget(scatter_);
-  vsplit_->addWidget(hsplit_);
+  tabs_->addTab(hsplit_, tr("Transactions"));
+  tabs_->addTab(compare_, tr("Comparison"));
+  tabs_->setDocumentMode(true);
+  vsplit_->addWidget(tabs_);
   vsplit_->setStretchFactor(0, 2);
   vsplit_->setStretchFactor(1, 3);
   setCentralWidget(vsplit_);
@@ -88,6 +95,12 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
     emit listFilled(list_->model()->rowCount());
   });
   connect(session_, &StoreSession::profileLoaded, this, [this](int request, const ProfilePtr& p) {
+    if (request && (request == base_example_request_ || request == cur_example_request_)) {
+      (request == base_example_request_ ? compare_->baselineProfile() : compare_->currentProfile())->setProfile(p);
+      (request == base_example_request_ ? base_example_request_ : cur_example_request_) = 0;
+      if (--examples_pending_ == 0) emit examplesShown();
+      return;
+    }
     if (request != profile_request_) return;
     profile_->setProfile(p);
     shown_id_ = p ? p->tx.id : 0;
@@ -96,6 +109,34 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
   });
 
   connect(scatter_, &ScatterView::boxSelected, this, &MainWindow::onBox);
+  connect(scatter_, &ScatterView::compareBoxSelected, this, &MainWindow::compareWith);
+  connect(session_, &StoreSession::compared, this, [this](int request, const ComparisonPtr& c) {
+    if (request != compare_request_) return;  // a newer comparison was asked for
+    examples_pending_ = 0;
+    base_example_request_ = cur_example_request_ = 0;
+    compare_->setComparison(c);
+    if (tabs_->currentWidget() != compare_) {
+      // The comparison needs more height than the list: give it about three quarters of the window.
+      const int h = vsplit_->height();
+      vsplit_->setSizes({h / 4, h - h / 4});
+    }
+    tabs_->setCurrentWidget(compare_);
+    updateStatus();
+    emit comparisonShown();
+  });
+  connect(compare_, &ComparePanel::examplesRequested, this, [this](qint64 base, qint64 cur) {
+    examples_pending_ = 0;
+    base_example_request_ = cur_example_request_ = 0;
+    compare_->baselineProfile()->setProfile(nullptr);
+    compare_->currentProfile()->setProfile(nullptr);
+    if (base) base_example_request_ = session_->loadProfile(base), ++examples_pending_;
+    if (cur) cur_example_request_ = session_->loadProfile(cur), ++examples_pending_;
+    if (examples_pending_ == 0) emit examplesShown();
+  });
+  connect(compare_, &ComparePanel::openTransaction, this, [this](qint64 id) {
+    tabs_->setCurrentIndex(0);
+    openProfile(id, true);
+  });
   connect(scatter_, &ScatterView::pointClicked, this, [this](qint64 id) { openProfile(id, true); });
   connect(scatter_, &ScatterView::viewChanged, this, &MainWindow::updateStatus);
   connect(list_, &ListPanel::transactionSelected, this, [this](qint64 id) { openProfile(id, true); });
@@ -161,6 +202,7 @@ void MainWindow::buildMenus() {
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   edit->addAction(tr("&Copy profile"), QKeySequence(tr("Ctrl+Shift+C")), profile_, &ProfilePanel::copyToClipboard);
   edit->addAction(tr("Select &all dots in view"), QKeySequence(tr("Ctrl+A")), this, &MainWindow::selectAllInView);
+  edit->addAction(tr("Compare &with…"), QKeySequence(tr("Ctrl+K")), this, &MainWindow::armCompare);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   QAction* live = view->addAction(tr("&Live"));
@@ -257,7 +299,37 @@ void MainWindow::selectBox(const Box& box) {
   onBox(box);
 }
 
+void MainWindow::armCompare() {
+  if (!scatter_->selection()) {
+    status_->setText(tr("Compare with…: box the group to explain first, then draw the baseline box"));
+    return;
+  }
+  scatter_->armCompare(true);
+  status_->setText(tr("Draw the baseline box (the group to compare with); Shift+drag does the same any time"));
+}
+
+void MainWindow::compareWith(const Box& baseline) {
+  scatter_->setCompareSelection(baseline);
+  if (!scatter_->selection()) {
+    status_->setText(tr("Box the group to explain first (left drag), then Shift+drag the baseline"));
+    return;
+  }
+  std::vector<int64_t> base = points_.ids_in(baseline), cur = points_.ids_in(*scatter_->selection());
+  if (base.empty() || cur.empty()) {
+    status_->setText(tr("A comparison needs dots in both boxes (current %L1, baseline %L2)").arg(cur.size()).arg(base.size()));
+    return;
+  }
+  status_->setText(tr("Comparing %L1 transactions with a baseline of %L2…").arg(cur.size()).arg(base.size()));
+  compare_request_ = session_->compare(std::move(base), std::move(cur));
+}
+
 void MainWindow::onBox(const Box& box) {
+  // A new current box: the old comparison no longer applies.
+  if (scatter_->compareSelection()) {
+    scatter_->setCompareSelection(std::nullopt);
+    compare_request_ = 0;
+  }
+  tabs_->setCurrentIndex(0);
   const BoxStats stats = points_.box_stats(box);
   box_count_ = stats.count;
   if (stats.count == 0) {

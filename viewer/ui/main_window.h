@@ -14,9 +14,11 @@ class QLabel;
 class QMenu;
 class QSplitter;
 class QActionGroup;
+class QTabWidget;
 
 namespace txray::viewer {
 
+class ComparePanel;
 class ListPanel;
 class ProfilePanel;
 class ScatterView;
@@ -34,12 +36,19 @@ class MainWindow : public QMainWindow {
   // Shows `box` on the scatter and fills the list with its transactions (as a mouse drag does). A box
   // of more than maxListRows() dots lists the slowest that many (the status bar says so).
   void selectBox(const Box& box);
+  // Compares the box (the current group) with `baseline` (as a Shift+drag does): the Comparison tab
+  // shows collector/report's comparison of the two (comparisonShown). Needs a box.
+  void compareWith(const Box& baseline);
+  // Edit > Compare with…: the next left drag on the scatter selects the baseline.
+  void armCompare();
   size_t maxListRows() const { return max_list_rows_; }
   void setMaxListRows(size_t n) { max_list_rows_ = n; }
 
   ScatterView* scatter() const { return scatter_; }
   ListPanel* list() const { return list_; }
   ProfilePanel* profile() const { return profile_; }
+  ComparePanel* comparePanel() const { return compare_; }
+  QTabWidget* lowerTabs() const { return tabs_; }
   const PointSet& points() const { return points_; }
   StoreSession* session() const { return session_; }
   QString storePath() const { return path_; }
@@ -58,6 +67,8 @@ class MainWindow : public QMainWindow {
   void profileShown(qint64 id);   // the profile pane shows transaction id
   void storeFailed(const QString& message);
   void reportWritten(const QString& path, const QString& error);  // error empty on success
+  void comparisonShown();         // the comparison panel shows the latest comparison
+  void examplesShown();           // both example profiles of the comparison panel are loaded
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -76,6 +87,8 @@ class MainWindow : public QMainWindow {
   ScatterView* scatter_;
   ListPanel* list_;
   ProfilePanel* profile_;
+  ComparePanel* compare_;
+  QTabWidget* tabs_;
   QSplitter* vsplit_;
   QSplitter* hsplit_;
   QLabel* status_;
@@ -85,6 +98,8 @@ class MainWindow : public QMainWindow {
   QString error_;  // the last store error, shown in the status bar
   bool first_load_done_ = false;
   int box_request_ = 0, profile_request_ = 0;
+  int compare_request_ = 0, base_example_request_ = 0, cur_example_request_ = 0;
+  int examples_pending_ = 0;
   int64_t box_count_ = 0;
   int64_t list_floor_ns_ = 0;
   size_t max_list_rows_ = 200000;  // > 0 when a big box lists only its dots at least this slow

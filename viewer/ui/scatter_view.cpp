@@ -211,20 +211,27 @@ void ScatterView::paintEvent(QPaintEvent*) {
                QString::fromStdString(t.label));
   }
 
-  if (selection_) {
-    const double x0 = std::max<double>(p.left(), tx_.to_x(selection_->t0));
-    const double x1 = std::min<double>(p.right(), tx_.to_x(selection_->t1));
-    const double y0 = selection_->e1 == INT64_MAX ? p.top() : std::max<double>(p.top(), vy_.to_y(selection_->e1));
-    const double y1 = std::min<double>(p.bottom(), vy_.to_y(selection_->e0));
-    if (x1 > x0) {
-      g.setPen(QPen(QColor(230, 120, 0), 1.5));
-      g.setBrush(QColor(255, 160, 0, 30));
-      g.drawRect(QRectF(QPointF(x0, y0), QPointF(x1, y1)));
+  auto draw_box = [&](const Box& b, QColor pen, QColor fill, const QString& label) {
+    const double x0 = std::max<double>(p.left(), tx_.to_x(b.t0));
+    const double x1 = std::min<double>(p.right(), tx_.to_x(b.t1));
+    const double y0 = b.e1 == INT64_MAX ? p.top() : std::max<double>(p.top(), vy_.to_y(b.e1));
+    const double y1 = std::min<double>(p.bottom(), vy_.to_y(b.e0));
+    if (x1 <= x0) return;
+    g.setPen(QPen(pen, 1.5));
+    g.setBrush(fill);
+    g.drawRect(QRectF(QPointF(x0, y0), QPointF(x1, y1)));
+    if (!label.isEmpty()) {
+      g.setPen(pen.darker(130));
+      g.drawText(QRectF(x0 + 4, y0 + 2, std::max(60.0, x1 - x0), fm.height()), Qt::AlignLeft | Qt::AlignTop, label);
     }
-  }
+  };
+  // With a comparison both boxes are named: the first box is the current group, the second the baseline.
+  if (selection_)
+    draw_box(*selection_, QColor(230, 120, 0), QColor(255, 160, 0, 30), compare_ ? QStringLiteral("current") : QString());
+  if (compare_) draw_box(*compare_, QColor(0, 150, 90), QColor(0, 190, 110, 30), QStringLiteral("baseline"));
   if (button_ == Qt::LeftButton) {
     g.setPen(QPen(QColor(0, 0, 0), 1, Qt::DashLine));
-    g.setBrush(QColor(0, 120, 255, 40));
+    g.setBrush(drag_compare_ ? QColor(0, 190, 110, 40) : QColor(0, 120, 255, 40));
     g.drawRect(QRect(press_, drag_).normalized());
   }
   g.setBrush(Qt::NoBrush);
@@ -240,6 +247,12 @@ void ScatterView::resizeEvent(QResizeEvent*) { dirty_ = true; }
 void ScatterView::mousePressEvent(QMouseEvent* e) {
   button_ = e->button();
   press_ = drag_ = e->position().toPoint();
+  drag_compare_ = button_ == Qt::LeftButton && (compare_armed_ || (e->modifiers() & Qt::ShiftModifier));
+}
+
+void ScatterView::setCompareSelection(const std::optional<Box>& box) {
+  compare_ = box;
+  update();
 }
 
 void ScatterView::mouseMoveEvent(QMouseEvent* e) {
@@ -262,6 +275,13 @@ void ScatterView::mouseReleaseEvent(QMouseEvent* e) {
   drag_ = e->position().toPoint();
   const QRect r = QRect(press_, drag_).normalized().intersected(plotRect());
   if ((drag_ - press_).manhattanLength() > 4 && r.width() > 1 && r.height() > 1) {
+    if (drag_compare_) {
+      drag_compare_ = compare_armed_ = false;
+      compare_ = boxFromPixels(r);
+      update();
+      emit compareBoxSelected(*compare_);
+      return;
+    }
     selection_ = boxFromPixels(r);
     update();
     emit boxSelected(*selection_);

@@ -37,6 +37,11 @@ class ScatterView : public QWidget {
   void zoom(double factor);                        // around the middle
   void setSelection(const std::optional<Box>& box);
   const std::optional<Box>& selection() const { return selection_; }
+  // The second box, the baseline of a comparison (Shift+drag, or a drag after armCompare()).
+  void setCompareSelection(const std::optional<Box>& box);
+  const std::optional<Box>& compareSelection() const { return compare_; }
+  void armCompare(bool on) { compare_armed_ = on; }  // the next left drag selects the baseline
+  bool compareArmed() const { return compare_armed_; }
 
   QRect plotRect() const;
   const TimeAxis& timeAxis() const { return tx_; }
@@ -50,6 +55,7 @@ class ScatterView : public QWidget {
 
  signals:
   void boxSelected(const txray::viewer::Box& box);
+  void compareBoxSelected(const txray::viewer::Box& box);  // Shift+drag: the baseline box
   void pointClicked(qint64 id);
   void viewChanged();
   void liveChanged(bool live);
@@ -76,6 +82,9 @@ class ScatterView : public QWidget {
   int64_t t0_ = 0, t1_ = 0;                 // paused range
   std::optional<int64_t> y_max_;            // set by Ctrl+wheel; automatic otherwise
   std::optional<Box> selection_;
+  std::optional<Box> compare_;
+  bool compare_armed_ = false;
+  bool drag_compare_ = false;  // the drag in progress selects the baseline
   TimeAxis tx_;
   ValueAxis vy_;
   DensityGrid grid_;

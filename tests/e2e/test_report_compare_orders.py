@@ -1,0 +1,85 @@
+"""`txray report --baseline-*` on the orders sample under the agent (issue 15): raw TCP + binary against
+SOAP over HTTP, and the pooled service against the unpooled one (--no-pool). The comparison must say
+where the difference comes from: serialization is CPU in own code; so is a SQLite database opened per
+request (no step covers sqlite3_open and the schema read: see below). Bounded: about 2 s of traffic per
+server, ~15 s in all."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "samples"))
+
+from sampletools import BIN, Server, orders_bench, orders_db  # noqa: E402
+from txraytest import TXRAY, Collector, TxrayTestCase, agent_env, wait_transactions  # noqa: E402
+
+
+def compare(db, *args):
+    p = subprocess.run([TXRAY, "report", "--db", db, "--format", "json", *args], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        raise AssertionError(f"txray report failed: {p.stderr}")
+    c = json.loads(p.stdout)["compare"]
+    total = sum(x["contribution_ms"] for x in c["parts"])
+    return c, total
+
+
+def describe(c):
+    return json.dumps({"difference_ms": c["difference_ms"], "by_part": c["by_part"],
+                       "parts": [{k: x[k] for k in ("part", "key", "contribution_ms")} for x in c["parts"][:6]]},
+                      indent=1)
+
+
+class OrdersCompareTest(TxrayTestCase):
+    def run_server(self, c, app, *extra, channels=None, methods=("GetCustomers50",)):
+        server = Server([os.path.join(BIN, "txray-orders"), "--db", orders_db(), *extra], channels=("tcp", "http"),
+                        env=agent_env(c.endpoint, app=app))
+        try:
+            rows = orders_bench(tcp=server.addr("tcp"), http=server.addr("http"), channels=channels,
+                                methods=list(methods), clients=1, seconds=0.4, rounds=2)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        for key, row in rows.items():
+            self.assertEqual(row["errors"], 0, key)
+        return sum(r["calls"] for r in rows.values())
+
+    def test_channels_and_pooling(self):
+        with Collector(self.tmp) as c:
+            n = self.run_server(c, "orders", channels=["tcp-binary", "http-xml"])
+            n += self.run_server(c, "orders-pooled", channels=["http-binary"], methods=("GetOrderStatus",))
+            n += self.run_server(c, "orders-nopool", "--no-pool", channels=["http-binary"], methods=("GetOrderStatus",))
+            wait_transactions(c.db, n)
+
+        # SOAP (current) against raw TCP + binary (baseline): the XML serialization is CPU in own code.
+        cmp, total = compare(c.db, "--app", "orders", "--name", "POST /soap/GetCustomers",
+                             "--baseline-name", "TCP GetCustomers")
+        self.assertGreater(cmp["baseline"]["transactions"], 10)
+        self.assertGreater(cmp["current"]["transactions"], 10)
+        self.assertAlmostEqual(total, cmp["difference_ms"], places=6)
+        self.assertGreater(cmp["difference_ms"], 0, describe(cmp))
+        # The top part that is work: CPU in own code, ahead of SQL, fetch and calls together. Waiting is not
+        # ranked here: on this shared 2-core VM (load 10+ from parallel builds) it holds the time the
+        # service's thread was runnable but not running, which grows with the CPU work itself and came
+        # first in some runs; on a quiet machine CPU leads the whole list (docs/report.md).
+        work = [p for p in cmp["parts"] if p["part"] != "waiting"]
+        self.assertEqual((work[0]["part"], work[0]["key"]), ("cpu", "own code"), describe(cmp))
+        by_part = {p["part"]: p["contribution_ms"] for p in cmp["by_part"]}
+        self.assertGreater(by_part["cpu"], by_part["sql"] + by_part["fetch"] + by_part["call"], describe(cmp))
+
+        # Unpooled (current) against pooled (baseline): the service opens the SQLite database, prepares
+        # its statements and closes it on every request. The agent makes no row of sqlite3_open* (only
+        # libpq connects are DB_CONNECT rows), and SQLite reads the schema inside the first prepare, which
+        # is no row either: that work is CPU in the service's own thread, and the comparison says so. The
+        # difference is a fraction of a millisecond on a ~0.3 ms call, so on a loaded machine its sign in
+        # wall time is not asserted; the CPU it costs is.
+        cmp, total = compare(c.db, "--app", "orders-nopool", "--baseline-app", "orders-pooled")
+        self.assertAlmostEqual(total, cmp["difference_ms"], places=6)
+        by_part = {p["part"]: p["contribution_ms"] for p in cmp["by_part"]}
+        self.assertGreater(by_part["cpu"], 0, describe(cmp))
+        self.assertTrue(any(p["part"] == "cpu" and p["contribution_ms"] > 0 for p in cmp["parts"][:2]), describe(cmp))
+        self.assertEqual((cmp["appeared"]["sql"], cmp["appeared"]["calls"]), ([], []))  # the same statements
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
