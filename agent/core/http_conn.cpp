@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "attribution.h"
+#include "traceparent.h"
 #include "transaction.h"
 
 namespace txray {
@@ -63,11 +64,11 @@ void HttpConn::try_begin() {
     if (!head.host.empty()) tx->attrs.push_back({"host", head.host.substr(0, 256)});
     if (!head.user_agent.empty()) tx->attrs.push_back({"user_agent", head.user_agent});
     if (!head.traceparent.empty()) {
-      uint8_t trace[16];
-      uint64_t parent = 0;
-      if (http::parse_traceparent(head.traceparent, trace, &parent)) {
-        for (int i = 0; i < 16; ++i) tx->trace_id[i] = trace[i];
-        tx->parent_span_id = parent;
+      // The one parser of the value (traceparent.h), which follows the spec's rules for receivers.
+      TraceParent tp;
+      if (parse_traceparent(head.traceparent, tp)) {
+        for (int i = 0; i < 16; ++i) tx->trace_id[i] = tp.trace_id[i];
+        tx->parent_span_id = tp.parent_id;
       }
     }
     ++seq;

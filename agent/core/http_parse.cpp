@@ -154,28 +154,6 @@ bool parse_response_head(std::string_view head, ResponseHead* out) {
   return ok;
 }
 
-bool parse_traceparent(std::string_view v, uint8_t trace_id[16], uint64_t* parent_span_id) {
-  v = trim(v);
-  if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return false;
-  if (v.substr(0, 2) == "ff") return false;
-  bool nonzero = false;
-  for (int i = 0; i < 16; ++i) {
-    int hi = hexval(v[3 + 2 * i]), lo = hexval(v[4 + 2 * i]);
-    if (hi < 0 || lo < 0) return false;
-    trace_id[i] = uint8_t(hi * 16 + lo);
-    nonzero |= trace_id[i] != 0;
-  }
-  uint64_t span = 0;
-  for (int i = 0; i < 16; ++i) {
-    int h = hexval(v[36 + i]);
-    if (h < 0) return false;
-    span = span * 16 + uint64_t(h);
-  }
-  if (!nonzero || span == 0) return false;
-  *parent_span_id = span;
-  return true;
-}
-
 void BodyFramer::reset(Mode m, uint64_t length) {
   mode_ = m;
   remaining_ = length;
