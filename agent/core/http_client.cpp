@@ -481,6 +481,13 @@ std::string http_call_url(std::string_view scheme, std::string_view host, std::s
   bool absolute = !target.empty() && target[0] != '/' && sep != std::string_view::npos &&
                   target.find('/') == sep + 1;
   std::string_view path = target;
+  // authority-form, what CONNECT writes ("example.com:443"): the target names the place, with no path
+  bool authority = !absolute && !target.empty() && target[0] != '/' &&
+                   target.find_first_of("/?") == std::string_view::npos && target.find(':') != std::string_view::npos;
+  if (authority) {
+    url.append(scheme).append("://").append(target);
+    return url;
+  }
   if (absolute) {
     size_t slash = target.find('/', target.find("//") + 2);
     if (slash == std::string_view::npos) slash = target.size();

@@ -191,6 +191,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::string> whole = run_conn(ops, nullptr);
     pieces.next = 0;
     std::vector<std::string> split = run_conn(ops, &pieces);
+    if (getenv("TXRAY_FUZZ_PRINT"))  // what a reproducer does: TXRAY_FUZZ_PRINT=1 agent_fuzz_http_inbound FILE
+      for (auto& s : whole) fprintf(stderr, "tx %s\n", s.c_str());
     if (whole != split) {
       std::string a, b;
       for (auto& s : whole) a += s + "\n";

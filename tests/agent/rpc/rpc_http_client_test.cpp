@@ -312,6 +312,8 @@ TEST(HttpClientUrl, BuildsAndMasks) {
   EXPECT_EQ(http_call_url("http", "", "/a", "127.0.0.1:9000", true), "http://127.0.0.1:9000/a");
   EXPECT_EQ(http_call_url("http", "proxy", "http://example.com/x?k=v", "", true), "http://example.com/x?k=?");
   EXPECT_EQ(http_call_url("https", "h", "/", "", true), "https://h/");
+  // CONNECT's authority-form target (seen in agent.fuzz_http_outbound's seed: "http://example.com:443example.com:443")
+  EXPECT_EQ(http_call_url("http", "example.com:443", "example.com:443", "", true), "http://example.com:443");
 }
 
 TEST(HttpClientDetect, MethodsAndPrefixes) {
