@@ -9,6 +9,7 @@
 namespace txray {
 
 void HttpConn::reset(std::string_view client, int fd_) {
+  if (tx) on_close();  // the previous connection on this number ended unseen: its request ends now
   client_addr.assign(client);
   fd = fd_;
   seq = 0;
@@ -105,12 +106,14 @@ void HttpConn::on_write_opaque(uint64_t n) {
 }
 
 void HttpConn::on_close() {
+  // First: finish() begins the next pipelined request, and none may begin on a closed connection (it
+  // was never ended: a leaked transaction per close; found by agent.fuzz_http_inbound).
+  watching = false;
+  buf.clear();
   if (tx) {
     if (resp.until_close()) finish(resp.status(), nullptr);
     else finish(resp.status(), "connection closed before the response was complete");
   }
-  watching = false;
-  buf.clear();
 }
 
 void HttpConn::finish(int status, const char* error) {

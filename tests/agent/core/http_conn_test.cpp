@@ -165,6 +165,26 @@ TEST_F(HttpConnTest, InboundTraceparentSetsTheTraceContext) {
   EXPECT_EQ(conn.tx->trace_id[0], 0x0a);
 }
 
+// Found by agent.fuzz_http_inbound (LeakSanitizer): closing a connection with a pipelined request waiting
+// ended the current transaction and then began one for the waiting request, which nothing ever ended.
+TEST_F(HttpConnTest, CloseWithAPipelinedRequestWaitingBeginsNothing) {
+  read(kReq + kReq);
+  ASSERT_NE(conn.tx, nullptr);
+  conn.on_close();
+  EXPECT_EQ(conn.tx, nullptr);
+  ASSERT_EQ(Collected::txs.size(), 1u);
+  EXPECT_EQ(Collected::txs[0]->error, "connection closed before the response was complete");
+}
+
+// A new connection on the same descriptor number whose close was not seen ends the old one's request.
+TEST_F(HttpConnTest, ResetEndsTheRequestOfTheConnectionBefore) {
+  read(kReq);
+  ASSERT_NE(conn.tx, nullptr);
+  conn.reset("10.0.0.8:6000", 9);
+  EXPECT_EQ(conn.tx, nullptr);
+  EXPECT_EQ(Collected::txs.size(), 1u);
+}
+
 // Values the W3C rules tell a receiver to ignore start a new trace. The inbound side had a parser of its
 // own that took all of these (found by agent.fuzz_traceparent comparing it with traceparent.h's).
 TEST_F(HttpConnTest, MalformedInboundTraceparentStartsANewTrace) {
