@@ -54,8 +54,12 @@ class Sink : public HttpClientSink {
     open.push_back(c.step.seq);
     if (h.method.empty() || h.method.find(' ') != std::string_view::npos) fail("bad method", h.method);
     std::string url = http_call_url("http", h.host, h.target, "10.0.0.1:80");
-    check_masked(url);
-    if (url.rfind("http://", 0) != 0) fail("URL without its scheme", url);
+    // The Host header is the program's to write (it may hold anything): only what follows it is checked.
+    std::string_view host = h.host.empty() ? std::string_view("10.0.0.1:80") : h.host;
+    std::string prefix = "http://" + std::string(host);
+    check_masked(url.compare(0, prefix.size(), prefix) == 0 ? std::string_view(url).substr(prefix.size())
+                                                           : std::string_view(url));
+    if (url.find("://") == std::string::npos) fail("URL without a scheme", url);
     log.push_back("REQ " + std::string(h.method) + " " + url + " " + std::to_string(h.program_span_id));
   }
   void on_first_byte(HttpCall& c) override {
@@ -72,7 +76,7 @@ class Sink : public HttpClientSink {
   }
 
   static void check_masked(std::string_view url) {
-    size_t q = url.find('?');
+    size_t q = url.find('?');  // (a '?' can only start the query: a fragment was cut off)
     if (q == std::string_view::npos) return;
     std::string_view query = url.substr(q + 1);
     // every value is "?": after each '=' comes '?' and then '&' or the end
