@@ -107,7 +107,7 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   std::string_view line = first_line(head);
   size_t sp1 = line.find(' ');
   size_t sp2 = line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp2 == sp1) return false;
+  if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == sp1) return false;  // no method: not a request
   std::string_view version = line.substr(sp2 + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
   out->method.assign(line.substr(0, sp1));

@@ -36,6 +36,13 @@ TEST(HttpParse, RequestHeadFields) {
   EXPECT_EQ(h.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
 }
 
+// agent.fuzz_http_inbound: a line starting with a space parsed as a request with an empty method (the
+// connection tracker asks looks_like_request first, which refuses it; the parser now refuses it too).
+TEST(HttpParse, RequestLineWithoutMethodIsRefused) {
+  RequestHead h;
+  EXPECT_FALSE(parse_request_head(" / HTTP/1.1\r\n\r\n", &h));
+}
+
 TEST(HttpParse, HeadEndFoundAcrossSplitPieces) {
   std::string buf = "GET / HTTP/1.1\r\nHost: a\r\n\r";
   EXPECT_EQ(find_head_end(buf, 0), 0u);
