@@ -106,6 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (took > 2'500'000'000ull) fail("handshake waited past its deadline");
     if (!ok && (push.is_open() || !*push.error())) fail("failure without a reason, or with the connection open");
     type = push.peer_socket_type();
+    if (getenv("TXRAY_FUZZ_PRINT")) fprintf(stderr, "handshake: %s\n", ok ? "ok" : push.error());
     if (ok) {
       if (curve) fail("CURVE handshake succeeded without the server's key");
       if (strcasecmp(type.c_str(), "PULL") != 0) fail("handshake succeeded with a peer that is not PULL", type);

@@ -151,7 +151,33 @@ def binds():
     write("sql_binds", "mixed", inp.bytes())
 
 
+def zmtp():
+    def greeting(mech):
+        g = bytearray(64)
+        g[0], g[9], g[10], g[11] = 0xFF, 0x7F, 3, 0
+        g[12:12 + len(mech)] = mech
+        g[32] = 1  # as-server
+        return bytes(g)
+
+    def command(body):
+        return (bytes([0x04, len(body)]) if len(body) <= 255 else bytes([0x06]) + len(body).to_bytes(8, "big")) + body
+
+    def ready(socket_type):
+        return command(b"\x05READY" + bytes([11]) + b"Socket-Type" + len(socket_type).to_bytes(4, "big") + socket_type)
+
+    for name, curve, answer in [
+            ("null_pull", False, greeting(b"NULL") + ready(b"PULL")),
+            ("null_push", False, greeting(b"NULL") + ready(b"PUSH")),
+            ("null_error", False, greeting(b"NULL") + command(b"\x05ERROR\x0cno such peer")),
+            ("null_v2", False, greeting(b"NULL")[:10] + b"\x01" + greeting(b"NULL")[11:]),
+            ("curve_as_null", True, greeting(b"NULL") + ready(b"PULL")),
+            ("curve_welcome", True, greeting(b"CURVE") + command(b"\x07WELCOME" + bytes(160))),
+            ("http", False, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")]:
+        write("zmtp_handshake", name, Input().boolean(curve).rest(answer).bytes())
+
+
 if __name__ == "__main__":
+    zmtp()
     inbound()
     outbound()
     inject()
