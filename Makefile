@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test soak fuzz demo bench clean
+.PHONY: all deps configure build test package soak fuzz demo bench clean
 
 all: build
 
@@ -22,6 +22,10 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
+
+# The Debian packages txray-agent, txray, txray-viewer into $(BUILD_DIR)/ (docs/install.md).
+package: build
+	cd $(BUILD_DIR) && cpack -G DEB
 
 # Long variants of the hostile-conditions tests (docs/reliability.md): e.g. 200 collector kill -9s.
 soak: build

@@ -18,6 +18,7 @@ PKGS=(
   nodejs                          # bench/node_hints (Node.js >= 18; the machine has 20)
   chromium
   clang libclang-rt-14-dev
+  lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
 )
 
 missing=()

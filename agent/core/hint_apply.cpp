@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "attribution.h"
+#include "hint_board.h"
 #include "hint_protocol.h"
 #include "http_out.h"
 #include "socket_events.h"
@@ -74,6 +75,16 @@ bool apply(const Message& m, char* reply, size_t cap) {
     case 'D':
       if (attr::attached() == m.token) attr::detach();
       attr::release(m.token);
+      put(reply, cap, "OK");
+      return true;
+    case 'B': {
+      attr::set_hinted();
+      bool ok = board::attach(reply, cap, m.n);
+      put(reply, cap, ok ? "OK" : "NO");
+      return ok;
+    }
+    case 'U':
+      board::detach();
       put(reply, cap, "OK");
       return true;
     default:

@@ -83,6 +83,14 @@ bool parse(const char* buf, size_t len, Message* m) {
     case 'A':
     case 'D':
       return read_hex16(p, end, &m->token) && p == end;
+    case 'B': {
+      int64_t slots;
+      if (!read_dec(p, end, 0xffffffffll, &slots) || slots == 0) return false;
+      m->n = uint32_t(slots);
+      return p == end;
+    }
+    case 'U':
+      return p == end;
     default:
       return false;
   }

@@ -10,6 +10,9 @@
 //   O<outfd>:<fd>:<token>   the next request written on outbound socket outfd belongs to that request
 //   C[<fd>:<token>]         capture that request (or the thread's) for another thread: reply a handle
 //   A<handle> / D<handle>   attach the capture on this thread / detach and release it
+//   B<slots>                the buffer written is this thread's hint board (hint_board.h): outbound
+//                           sockets' owners set by plain memory stores instead of O hints
+//   U                       the board goes away
 //
 // Tokens and handles are 16 lowercase hex digits ("0000000000000000": none). The parser is pure (no
 // state, no allocation) and fuzzed (tests/agent/fuzz/fuzz_hint_protocol.cpp); apply() does what a parsed
@@ -27,17 +30,18 @@ constexpr int kHintFd = 2147483600;
 constexpr size_t kBufferSize = 32;
 
 struct Message {
-  char op = 0;            // 'H' 'R' 'E' 'L' 'O' 'C' 'A' 'D'
+  char op = 0;            // 'H' 'R' 'E' 'L' 'O' 'C' 'A' 'D' 'B' 'U'
   int32_t fd = -1;        // R E C: the inbound connection; O: the outbound socket
   int32_t req_fd = -1;    // O: the inbound connection
-  uint32_t n = 0;         // R: the request's number on its connection (0 = the one in flight)
+  uint32_t n = 0;         // R: the request's number on its connection (0 = the one in flight); B: slots
   uint64_t token = 0;     // E O C: the request's txid (0 = the one in flight); A D: the handle
 };
 
 // Parses the message in buf[0, len) (it ends at the first NUL). False when malformed.
 bool parse(const char* buf, size_t len, Message* out);
 
-// Does what m says for the calling thread and writes the NUL-terminated reply into reply[0, cap).
+// Does what m says for the calling thread and writes the NUL-terminated reply into reply[0, cap) (the
+// buffer the message came in: for B, the board itself).
 // Returns false when the message could not be applied as asked (reply "NO" or a zero token).
 bool apply(const Message& m, char* reply, size_t cap);
 

@@ -15,6 +15,7 @@
 #include "../hooks/hook.h"
 #include "counters.h"
 #include "http_client.h"
+#include "hint_board.h"
 #include "http_inject.h"
 #include "recorder.h"
 #include "transaction.h"
@@ -222,7 +223,11 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
   if (!c) return false;
   Busy b(c);  // held across the real write: the request's bytes and the tracker move together
-  if (!b || (c->tracker.opaque() && !c->inj.has_pending())) return false;
+  if (!b) return false;
+  // A runtime shim named the request this socket's next request belongs to (hint_board.h): the first
+  // write after that is that request's head.
+  if (ReqRef owner; hint::board::take(fd, &owner)) c->sink.owner = owner;
+  if (c->tracker.opaque() && !c->inj.has_pending()) return false;
   size_t n0;
   const char* p0 = first_bytes(iov, cnt, &n0);
   int saved = errno;
@@ -343,7 +348,8 @@ void on_eof(FdSlot* s) {
   errno = saved;
 }
 
-void on_close(FdSlot* s) {
+void on_close(FdSlot* s, int fd) {
+  hint::board::clear(fd);
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
   Busy b(c);
   if (!b) return;

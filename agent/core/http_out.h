@@ -81,7 +81,7 @@ void on_received(FdSlot* s, const char* p, size_t n);
 void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n);
 // The peer ended the stream (read returned 0) / the program closes the socket: ends its calls.
 void on_eof(FdSlot* s);
-void on_close(FdSlot* s);
+void on_close(FdSlot* s, int fd);  // fd: its hint-board slot is emptied
 
 // The next request written on outbound slot s belongs to r (set at connect, or by a runtime hint).
 void set_owner(FdSlot* s, const ReqRef& r);

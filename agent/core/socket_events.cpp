@@ -263,7 +263,7 @@ void on_close(int fd, int so_error) {
       }
     }
   }
-  if (k == FdKind::outbound) http_out::on_close(s);  // ends a call still waiting for its response
+  if (k == FdKind::outbound) http_out::on_close(s, fd);  // ends a call still waiting for its response
   if (k == FdKind::inbound) {
     if (ConnGuard c(s); c) c->on_close();
   } else if (Transaction* t = close_owner(s)) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "../core/clock.h"
@@ -49,7 +50,13 @@ Identity read_identity() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   std::string args = read_cmdline_args();
   std::string argv0 = args.substr(0, args.find('\0'));
+  // Without /proc (a container or sandbox masking it): argv[0] as glibc kept it at startup.
+  if (args.empty() && program_invocation_name) {
+    args = program_invocation_name;
+    argv0 = args;
+  }
   id.program = n > 0 ? basename_of(std::string(exe, size_t(n))) : basename_of(argv0);
+  if (id.program.empty()) id.program = "unknown";
   id.app = config().app.empty() ? id.program : config().app;
   id.agent_version = TXRAY_VERSION_STRING;
   id.start_unix_ns = clock::unix_ns();

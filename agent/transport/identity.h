@@ -20,7 +20,8 @@ struct Identity {
   std::string argv_name;     // basename(argv[0]) + arguments, for process-mode transaction names
 };
 
-// Reads /proc/self/{exe,cmdline}, gethostname() and the configuration.
+// Reads /proc/self/{exe,cmdline} (without /proc: argv[0] as glibc kept it), gethostname() and the
+// configuration.
 Identity read_identity();
 
 }  // namespace txray

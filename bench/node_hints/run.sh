@@ -7,9 +7,9 @@
 #               (agent/runtimes/node/txray-hints.js);
 #   als         (only with MODES="bare noshim shim als") node alone with als_only.js: what the shim does
 #               per request besides hinting (an AsyncLocalStorage store entered per request).
-# Two servers: `compute` (per request WORK_ITERS iterations of arithmetic, then the answer) and `call`
-# (the same after one outbound GET over a keep-alive http.Agent to a bare local back-end, txray-burner
-# with no work). Load: txray-bench-loadgen, CONNS keep-alive connections for SECONDS_PER_RUN per run; its
+# Three servers: `compute` (per request WORK_ITERS iterations of arithmetic, then the answer), `call`
+# (the same, then one outbound GET over a keep-alive http.Agent to a bare local back-end, txray-burner
+# with no work, made synchronously in the handler) and `callawait` (that call made after an `await`). Load: txray-bench-loadgen, CONNS keep-alive connections for SECONDS_PER_RUN per run; its
 # ZeroMQ PULL sink stands in for the collector. Node serves on one thread, so the time per request at
 # saturation is 1/throughput: the "wall us/request" rows are 1e6/rps. The CPU time per request of the
 # event-loop thread (where the hints run; /proc/PID/schedstat, ns) and of the whole process (all its
@@ -17,7 +17,7 @@
 # follow the neighbours' load. Each round runs the three side by side (every other round in reverse
 # order); the added costs are medians of the per-round differences.
 # Usage: bench/node_hints/run.sh BUILD_DIR   (env: ROUNDS=9 SECONDS_PER_RUN=2 CONNS=8 WORK_ITERS=2000
-#        VARIANTS="compute call" MODES="bare noshim shim" NODE=node)
+#        VARIANTS="compute call callawait" MODES="bare noshim shim" NODE=node)
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +29,7 @@ NODE=$(command -v "${NODE:-node}")
 ROUNDS=${ROUNDS:-9}
 SECS=${SECONDS_PER_RUN:-2}
 CONNS=${CONNS:-8}
-VARIANTS=${VARIANTS:-compute call}
+VARIANTS=${VARIANTS:-compute call callawait}
 MODES=${MODES:-bare noshim shim}
 for m in bare noshim shim; do
   [[ " $MODES " == *" $m "* ]] || { echo "node_hints: MODES must include bare, noshim and shim" >&2; exit 1; }
@@ -56,7 +56,7 @@ done
 start_server() {  # $1 = bare|noshim|shim, $2 = variant; sets SERVER_PID and PORT
   : >"$WORK/server.out"
   local args=("$HERE/server.js" "$2")
-  [ "$2" = call ] && args+=("$BPORT")
+  [ "$2" != compute ] && args+=("$BPORT")
   case $1 in
     bare)   env -u LD_PRELOAD "$NODE" "${args[@]}" >"$WORK/server.out" 2>&1 & SERVER_PID=$! ;;
     als)    env -u LD_PRELOAD NODE_OPTIONS="--require $HERE/als_only.js" "$NODE" "${args[@]}" >"$WORK/server.out" 2>&1 & SERVER_PID=$! ;;
@@ -116,7 +116,8 @@ for V in $VARIANTS; do
   done
   case $V in
     compute) what="per request $WORK_ITERS iterations of arithmetic, then the answer" ;;
-    call)    what="per request the same plus one outbound keep-alive GET to a local back-end" ;;
+    call)    what="per request the same plus one outbound keep-alive GET to a local back-end, made in the handler" ;;
+    callawait) what="the same call made after an await: its request's context propagated by AsyncLocalStorage" ;;
   esac
   echo "variant $V ($what)"
   for how in $MODES; do printf '  %-7s req/s:                   %s\n' "$how" "${rps[$how]}"; done

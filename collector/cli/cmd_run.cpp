@@ -1,6 +1,7 @@
 // txray run [--collector E] [--app NAME] [--mode http|process] -- CMD ARGS...
 // Replaces itself with CMD (execvp) with the agent preloaded, so CMD's exit status is txray's.
-// The runtime shims staged next to the agent (<lib>/txray/runtimes/, agent/runtimes/) are put in
+// The runtime shims staged next to the agent (installed: <libdir>/txray/runtimes/; build tree:
+// lib/txray/runtimes/; sources: agent/runtimes/) are put in
 // NODE_OPTIONS (--require) and PYTHONPATH unless TXRAY_RUNTIME_HINTS=0 (docs/agent.md, "Runtimes").
 #include <limits.h>
 #include <unistd.h>
@@ -14,35 +15,11 @@
 #include <vector>
 
 #include "commands.h"
+#include "locate.h"
 
 namespace txray::cli {
 
 namespace {
-
-bool readable(const std::string& p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
-
-// $TXRAY_AGENT, else <dir of this binary>/../lib/libtxray-agent.so.
-std::string find_agent() {
-  if (const char* env = std::getenv("TXRAY_AGENT"); env && *env) return env;
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return {};
-  self[n] = 0;
-  std::string dir(self);
-  dir = dir.substr(0, dir.rfind('/'));
-  return dir + "/../lib/libtxray-agent.so";
-}
-
-// "--require PATH" for NODE_OPTIONS, which splits on spaces and takes "..." with \\-escapes.
-std::string node_require(const std::string& path) {
-  if (path.find_first_of(" \t\"\\") == std::string::npos) return "--require " + path;
-  std::string q = "--require \"";
-  for (char c : path) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
 
 // Prepends VALUE to the environment variable NAME (joined by SEP) unless it is already there.
 void prepend_env(const char* name, const std::string& value, const char* sep) {
@@ -57,11 +34,9 @@ void prepend_env(const char* name, const std::string& value, const char* sep) {
 // PYTHONPATH=<python shim dir>, each only when its files are there.
 void add_runtime_shims(const std::string& agent) {
   if (const char* v = std::getenv("TXRAY_RUNTIME_HINTS"); v && std::strcmp(v, "0") == 0) return;
-  std::string dir = agent.substr(0, agent.rfind('/')) + "/txray/runtimes";
-  std::string node = dir + "/node/txray-hints.js";
-  if (readable(node)) prepend_env("NODE_OPTIONS", node_require(node), " ");
-  std::string python = dir + "/python";
-  if (readable(python + "/sitecustomize.py")) prepend_env("PYTHONPATH", python, ":");
+  RuntimeShims s = find_runtime_shims(agent);
+  if (!s.node_require.empty()) prepend_env("NODE_OPTIONS", s.node_require, " ");
+  if (!s.python_path.empty()) prepend_env("PYTHONPATH", s.python_path, ":");
 }
 
 }  // namespace
@@ -76,8 +51,9 @@ int run_main(int argc, char** argv) {
     }
   }
   CLI::App app{"Start a program with the txray agent preloaded (LD_PRELOAD). Its exit code is the program's.\n"
-               "The agent is $TXRAY_AGENT or <bin>/../lib/libtxray-agent.so. The runtime shims next to it\n"
-               "(<lib>/txray/runtimes/) go into NODE_OPTIONS and PYTHONPATH unless TXRAY_RUNTIME_HINTS=0.",
+               "The agent is $TXRAY_AGENT, else the installed one (<bin>/../<libdir>/txray/libtxray-agent.so),\n"
+               "else the build tree's (<bin>/../lib/libtxray-agent.so). The runtime shims beside it go into\n"
+               "NODE_OPTIONS and PYTHONPATH unless TXRAY_RUNTIME_HINTS=0.",
                "txray run"};
   std::string collector, app_name, mode;
   app.add_option("--collector", collector, "collector endpoint (TXRAY_COLLECTOR; default tcp://127.0.0.1:7878)");
@@ -95,13 +71,13 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "txray run: no command given (usage: txray run [options] -- CMD [ARGS...])\n");
     return 2;
   }
-  std::string agent = find_agent();
-  if (!readable(agent)) {
-    std::fprintf(stderr, "txray run: agent library not found at %s (set TXRAY_AGENT)\n", agent.c_str());
+  std::string tried;
+  std::string agent = find_agent(&tried);
+  if (agent.empty()) {
+    std::fprintf(stderr, "txray run: agent library not found at %s (set TXRAY_AGENT)\n",
+                 tried.empty() ? "<no path to this program: set TXRAY_AGENT>" : tried.c_str());
     return 2;
   }
-  char real[PATH_MAX];
-  if (realpath(agent.c_str(), real)) agent = real;
 
   std::string preload = agent;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;

@@ -8,4 +8,6 @@ int collect_main(int argc, char** argv);  // cli/cmd_collect.cpp
 int show_main(int argc, char** argv);     // cli/cmd_show.cpp
 int keygen_main(int argc, char** argv);   // cli/cmd_keygen.cpp
 int report_main(int argc, char** argv);   // report/cmd_report.cpp
+int enable_main(int argc, char** argv);   // cli/cmd_enable.cpp
+int disable_main(int argc, char** argv);  // cli/cmd_enable.cpp
 }  // namespace txray::cli

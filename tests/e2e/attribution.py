@@ -168,13 +168,15 @@ def check_front(test, db, app, requests=REQUESTS, sql=False, exact_share=0.99, c
     return lines
 
 
-def run_front(test, app, front_cmd, sql=False, requests=REQUESTS, extra_env=None, shim=True):
+def run_front(test, app, front_cmd, sql=False, requests=REQUESTS, extra_env=None, shim=True, exact_share=None):
     """Runs back-end and front (front_cmd: a list with {port} and {back} placeholders) under `txray run`,
     drives the front, checks every answer and the attribution criteria. shim=False (run with
-    TXRAY_RUNTIME_HINTS=0): only "never wrong" is asserted. Returns the figures lines."""
+    TXRAY_RUNTIME_HINTS=0): only "never wrong" is asserted; exact_share: the exact share asked for (default
+    0.99 with the shim). Returns the figures lines."""
     if not shim:
         extra_env = dict(extra_env or {}, TXRAY_RUNTIME_HINTS="0")
-    exact_share = 0.99 if shim else 0.0
+    if exact_share is None:
+        exact_share = 0.99 if shim else 0.0
     env = bare_env(extra_env)
     for k in ("NODE_OPTIONS", "PYTHONPATH"):
         env.pop(k, None)

@@ -28,6 +28,24 @@ class NodeAttribution(TxrayTestCase):
         """The global fetch (undici and its own keep-alive pool)."""
         run_front(self, "node-fetch", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "fetch"])
 
+    def front_log(self):
+        with open(os.path.join(self.tmp, "front.log")) as f:
+            return f.read()
+
+    def test_calls_made_in_the_handler(self):
+        """Calls made synchronously in their handlers are found from the handler's own async resource; after
+        256 of them and none made later, the shim stops AsyncLocalStorage's propagation (its main cost)."""
+        run_front(self, "node-sync", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent", "sync"])
+        self.assertIn("propagating false", self.front_log())
+
+    def test_propagation_comes_back_for_good(self):
+        """Calls in handlers first (propagation stops), then after a timer: the first such call starts it
+        again for good. Calls of the requests started while it was off are unattributed, never wrong."""
+        from attribution import CONNECTIONS
+        run_front(self, "node-mixed", [NODE, os.path.join(ATTR, "node_front.js"), "{port}", "{back}", "agent", "mixed"],
+                  exact_share=1.0 - 3.0 * CONNECTIONS / 480)
+        self.assertIn("propagating true", self.front_log())
+
     def test_without_the_shim_never_wrong(self):
         """TXRAY_RUNTIME_HINTS=0: the agent's native rules alone. Calls a pool writes from another request's
         callback, or a timer, are unattributed, never in another request's transaction."""

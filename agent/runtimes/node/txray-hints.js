@@ -10,7 +10,12 @@
 //   - each inbound request start:  {fd, n} kept in the request's async context (n = the request's number
 //                                  on its connection, 1-based); R<fd>:<n> asks for its token at its first
 //                                  outbound call
-//   - each outbound request:       O<outfd>:<fd>:<token> right before its head is written on outfd
+//   - at load, too:                B<slots> with the hint board as the buffer (agent/core/hint_board.h): a
+//                                  table in this file's memory, a slot per outbound descriptor, where the
+//                                  shim names a call's request with two stores instead of a hint; U at exit
+//   - each outbound request:       slot outfd = {fd, n} right before its head is written on outfd (the
+//                                  agent reads it at that write); for a descriptor past the board's end,
+//                                  R<fd>:<n> for the token, then O<outfd>:<fd>:<token>
 //     http/https ClientRequest: in its 'socket' event (the head is flushed right after it), or at the
 //       socket's 'connect' when the socket is still connecting (the write waits for 'connect' too, and
 //       our listener was added first); the token is taken when the request is created, since a queued
@@ -23,22 +28,36 @@
 const HINT_FD = 2147483600;
 const NO_TOKEN = '0000000000000000';
 
-const state = { active: false, sent: 0 };
-module.exports = { active: () => state.active, hintsSent: () => state.sent };
+const state = { active: false, sent: 0, board: null, propagating: () => false };
+module.exports = {
+  active: () => state.active,
+  hintsSent: () => state.sent,
+  board: () => state.board !== null,
+  propagating: () => state.propagating(),  // AsyncLocalStorage carries requests' contexts now
+};
 
 function install() {
   if (process.env.TXRAY_RUNTIME_HINTS === '0') return;
   const writeSync = require('fs').writeSync;  // taken now: later patches of fs by the program don't matter
   const dc = require('diagnostics_channel');
-  const { AsyncLocalStorage } = require('async_hooks');
+  const { AsyncLocalStorage, executionAsyncResource } = require('async_hooks');
   const http = require('http');
 
   const buf = Buffer.alloc(32);
   const subscriptions = [];  // [channel object, listener]: kept referenced (Node 18 held channels weakly)
   const restores = [];
+  const BOARD_SLOTS = 16384;
+  let slots = null;  // the hint board's slots once the agent took it
 
   function off() {
     if (!state.active) return;
+    if (slots !== null) {
+      slots = null;
+      try {
+        buf[buf.write('U', 0, 31, 'latin1')] = 0;
+        writeSync(HINT_FD, buf, 0, 32);
+      } catch { /* the agent is gone */ }
+    }
     state.active = false;
     for (const [ch, fn] of subscriptions) {
       try { ch.unsubscribe(fn); } catch { /* nothing to undo */ }
@@ -104,23 +123,79 @@ function install() {
     return;
   }
 
-  const als = new AsyncLocalStorage();
+  // The hint board (agent/core/hint_board.h): its memory is kept referenced for the life of the realm,
+  // and withdrawn ('U') at 'exit', before Node frees it.
+  const board = Buffer.alloc(32 + BOARD_SLOTS * 8);
+  board[board.write('B' + BOARD_SLOTS, 0, 31, 'latin1')] = 0;
+  try {
+    writeSync(HINT_FD, board, 0, board.length);
+    if (board.toString('latin1', 0, 2) === 'OK') {
+      slots = new Int32Array(board.buffer, board.byteOffset + 32, BOARD_SLOTS * 2);
+      state.board = board;
+      process.on('exit', () => {
+        slots = null;
+        hint('U');
+      });
+    }
+  } catch { /* no board: O hints */ }
+
   // Kept beside Node's objects, never on them: a property added to a socket or a request after Node
   // built it changes its hidden class and can turn Node's own property accesses in http megamorphic.
   const requestsOn = new WeakMap();  // inbound socket -> requests started on it (one entry per connection)
   const contextOf = new WeakMap();   // undici request -> {fd, n, token}
 
-  // Inbound: which request this is ({fd, n}: the n-th on connection fd), in its async context. Its token
-  // is asked for (R) only when the request makes its first outbound call: a request that calls nothing
-  // costs no hint. Asked later, R still names this very request — the agent answers zeros if it is no
-  // longer the one in flight on fd.
+  // Which request a call is made for. A call made synchronously in its request's handler is found from
+  // the resource Node runs the handler in: the connection's parser resource (an HTTPServerAsyncResource,
+  // whose `socket` is the connection; the prototype is learnt at the first request), and the latest
+  // request started on that connection. A call made later (after an await, in a timer, in another call's
+  // callback) needs its request's context carried through every async resource in between:
+  // AsyncLocalStorage, entered at each request's start, whose hook on every async resource is most of
+  // what the shim costs. It runs from the start; once SYNC_PROOF calls in a row were all made in their
+  // handlers, it stops. The first call made outside a handler after that starts it again for good: that
+  // call, and calls of requests started while it was off, go to the unattributed steps (the agent never
+  // guesses for a thread that gives hints) — never to another request.
+  const SYNC_PROOF = 256;
+  const als = new AsyncLocalStorage();
+  let alsOn = true;          // requests enter their context at start
+  let alsPinned = false;     // a call was made outside its handler: propagation stays on
+  let syncCalls = 0;
+  let serverResource = null; // the prototype of Node's HTTPServerAsyncResource
+  state.propagating = () => alsOn;
+
   subscribe('http.server.request.start', guarded(({ request, socket }) => {
     const s = socket || request.socket;
     const n = (requestsOn.get(s) || 0) + 1;
     requestsOn.set(s, n);
-    const fd = fdOf(s);
-    als.enterWith(fd >= 0 ? { fd, n, token: undefined } : null);
+    if (serverResource === null) {
+      const r = executionAsyncResource();
+      if (r !== null && typeof r === 'object' && r.socket === s) serverResource = Object.getPrototypeOf(r);
+    }
+    if (alsOn) {
+      const fd = fdOf(s);
+      als.enterWith(fd >= 0 ? { fd, n, token: undefined } : null);
+    }
   }));
+
+  // The context ({fd, n, token}) of the request a call made now belongs to, or null.
+  function callContext() {
+    const r = executionAsyncResource();
+    if (serverResource !== null && r !== null && typeof r === 'object' && Object.getPrototypeOf(r) === serverResource) {
+      if (alsOn && !alsPinned && ++syncCalls >= SYNC_PROOF) {
+        alsOn = false;
+        als.disable();
+      }
+      const s = r.socket;
+      const n = requestsOn.get(s);
+      const fd = fdOf(s);
+      return n !== undefined && fd >= 0 ? { fd, n, token: undefined } : null;
+    }
+    alsPinned = true;
+    if (!alsOn) {
+      alsOn = true;  // from the next request on
+      return null;
+    }
+    return als.getStore() || null;
+  }
 
   // The request's token ('' when the agent follows no such request).
   function tokenOf(ctx) {
@@ -136,7 +211,13 @@ function install() {
 
   function sendOutbound(socket, ctx) {
     const outfd = fdOf(socket);
-    const t = outfd >= 0 ? tokenOf(ctx) : '';
+    if (outfd < 0) return;
+    if (slots !== null && outfd < BOARD_SLOTS) {
+      slots[2 * outfd] = ctx.fd;
+      slots[2 * outfd + 1] = ctx.n;
+      return;
+    }
+    const t = tokenOf(ctx);
     if (t) hint('O' + outfd + ':' + ctx.fd + ':' + t);
   }
 
@@ -155,7 +236,7 @@ function install() {
   // object, turning it into a dictionary for every later emit of the request.
   function track(req) {
     if (!state.active) return;
-    const ctx = als.getStore();
+    const ctx = callContext();
     if (!ctx) return;
     let done = false;
     req.on('socket', guarded((socket) => {
@@ -183,7 +264,7 @@ function install() {
 
   // Global fetch (undici).
   subscribe('undici:request:create', guarded(({ request }) => {
-    const ctx = als.getStore();
+    const ctx = callContext();
     if (ctx) contextOf.set(request, ctx);
   }));
   subscribe('undici:client:sendHeaders', guarded(({ request, socket }) => {

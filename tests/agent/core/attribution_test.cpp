@@ -9,7 +9,9 @@
 #include <string>
 #include <thread>
 
+#include "hint_board.h"
 #include "hint_protocol.h"
+#include "http_out.h"
 #include "socket_events.h"
 #include "test_support.h"
 #include "unattributed.h"
@@ -225,6 +227,60 @@ TEST_F(AttributionTest, OutboundHintNamesTheCallsRequest) {
   EXPECT_GE(count(c, StepKind::HTTP_CALL), 1);
 }
 
+// The hint board (hint_board.h): the shim names a call's request with two stores in its own memory; the
+// agent takes the slot at the socket's next write, empties it, and never guesses past what it names.
+TEST_F(AttributionTest, HintBoardNamesTheCallsRequestAtItsFirstWrite) {
+  on_thread([] {
+    Transaction* a = request(809, "/a");
+    Transaction* b = request(810, "/b");
+    ASSERT_TRUE(a && b);
+    alignas(8) static char board[hint::board::kHeader + 1024 * 8];
+    memset(board, 0, sizeof board);
+    snprintf(board, hint::board::kHeader, "B1024");
+    hint::Message m;
+    ASSERT_TRUE(hint::parse(board, sizeof board, &m));
+    ASSERT_TRUE(hint::apply(m, board, sizeof board));
+    EXPECT_STREQ(board, "OK");
+    int32_t* slot = reinterpret_cast<int32_t*>(board + hint::board::kHeader) + 2 * 853;
+    StepRef c = sock::on_connect_begin(853, "10.0.0.9", 80);
+    sock::on_connect_end(853, c, 0, 0, 4003);
+    auto call = [](const char* path) {
+      std::string req = std::string("GET ") + path + " HTTP/1.1\r\nHost: up\r\n\r\n";
+      iovec v{req.data(), req.size()};
+      ssize_t r = 0;
+      auto write_all = [](int, const iovec* iov, int cnt, void*) -> ssize_t {
+        ssize_t n = 0;
+        for (int i = 0; i < cnt; ++i) n += ssize_t(iov[i].iov_len);
+        return n;
+      };
+      if (!http_out::write_through(fds::peek(853), 853, &v, 1, write_all, nullptr, &r)) sock::on_write(853, req.data(), req.size());
+      static const char resp[] = "HTTP/1.1 204 No Content\r\n\r\n";
+      sock::on_read(853, resp, sizeof resp - 1);
+    };
+    slot[0] = 810, slot[1] = 1;  // the first request on connection 810: /b
+    call("/up-b");
+    EXPECT_EQ(slot[0], 0);
+    EXPECT_EQ(slot[1], 0);
+    call("/up-none");            // nothing named: nobody's (the thread gives hints, so no guessing)
+    slot[0] = 810, slot[1] = 2;  // the second request on 810, not the one in flight: nobody's
+    call("/up-stale");
+    slot[0] = -1, slot[1] = -1;  // a call outside any request
+    call("/up-outside");
+    slot[0] = 809, slot[1] = 1;  // named, then the socket closes before a byte is written
+    sock::on_close(853, 0);
+    EXPECT_EQ(slot[1], 0);
+    ASSERT_TRUE(hint::parse("U", 1, &m));
+    EXPECT_TRUE(hint::apply(m, board, sizeof board));
+    respond(809);
+    respond(810);
+  });
+  EXPECT_EQ(count(sent("GET /b"), StepKind::HTTP_CALL), 1);
+  EXPECT_EQ(count(sent("GET /a"), StepKind::HTTP_CALL), 0);
+  Transaction* c = unattr::container();
+  std::lock_guard<std::mutex> l(c->mu);
+  EXPECT_GE(count(c, StepKind::HTTP_CALL), 3);
+}
+
 TEST_F(AttributionTest, CaptureAttachOnAnotherThreadAndReleaseAfterEnd) {
   uint64_t h = 0;
   on_thread([&] {
@@ -298,7 +354,12 @@ TEST(HintProtocol, ParsesWhatTheShimsSendAndRejectsTheRest) {
   EXPECT_EQ(m.fd, -1);
   EXPECT_TRUE(hint::parse("E5", 32, &m));
   EXPECT_EQ(m.token, 0u);
-  for (const char* bad : {"", "X", "R", "R-1", "R99999999999", "E5:12", "O7:12", "A123", "Lx", "R5:", "O:1:0"})
+  EXPECT_TRUE(hint::parse("B16384", 32, &m));
+  EXPECT_EQ(m.op, 'B');
+  EXPECT_EQ(m.n, 16384u);
+  EXPECT_TRUE(hint::parse("U", 32, &m));
+  for (const char* bad : {"", "X", "R", "R-1", "R99999999999", "E5:12", "O7:12", "A123", "Lx", "R5:", "O:1:0", "B",
+                          "B0", "B-1", "Ux"})
     EXPECT_FALSE(hint::parse(bad, strlen(bad), &m)) << bad;
   char unterminated[4] = {'R', '1', '2', '3'};
   EXPECT_TRUE(hint::parse(unterminated, 4, &m));  // the length bounds the message

@@ -3,10 +3,13 @@
 // answers `r <id> <status> <back-end body>`. Usage: node node_front.js PORT BACKEND_PORT agent|fetch
 //   agent: http.get through one http.Agent({keepAlive: true, maxSockets: 8}) (requests queue for sockets)
 //   fetch: the global fetch (undici's keep-alive pool)
-// Each request waits 0-2 ms (a timer) before its call, so calls and answers interleave in every order.
+// WHEN (optional): `timer` (the default): each request waits 0-2 ms (a timer) before its call, so calls
+// and answers interleave in every order; `sync`: the call is made in the handler itself; `mixed`: in the
+// handler for ids below 320, after the timer from then on. At SIGTERM it prints whether the shim still
+// carries requests' contexts through async resources (`propagating true|false`).
 const http = require('http');
 
-const [port, backPort, client] = process.argv.slice(2);
+const [port, backPort, client, when = 'timer'] = process.argv.slice(2);
 const pool = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
 function callWithAgent(id, done) {
@@ -35,7 +38,7 @@ const server = http.createServer((req, res) => {
     return;
   }
   const id = m[1];
-  setTimeout(() => call(id, (err, status, body) => {
+  const go = () => call(id, (err, status, body) => {
     if (err) {
       res.statusCode = 502;
       res.end(String(err));
@@ -43,8 +46,14 @@ const server = http.createServer((req, res) => {
     }
     res.setHeader('content-type', 'text/plain');
     res.end(`r ${id} ${status} ${body}`);
-  }), Number(id) % 3);
+  });
+  if (when === 'sync' || (when === 'mixed' && Number(id) < 320)) go();
+  else setTimeout(go, Number(id) % 3);
 });
 server.keepAliveTimeout = 60000;
 server.listen(Number(port), '127.0.0.1');
-process.on('SIGTERM', () => process.exit(0));
+process.on('SIGTERM', () => {
+  const shim = Object.keys(require.cache).find((k) => k.endsWith('txray-hints.js'));
+  if (shim) console.log(`propagating ${require.cache[shim].exports.propagating()}`);
+  process.exit(0);
+});
