@@ -202,7 +202,7 @@ TEST_F(HttpOutTest, OtherProtocolsAreLeftAlone) {
 TEST_F(HttpOutTest, CloseEndsAnUnfinishedCallWithAnError) {
   Transaction* t = begin();
   write_all(kReq);
-  http_out::on_close(slot.get());
+  http_out::on_close(slot.get(), -1);
   tx::end(t, 200, "");
   const Step* call = nullptr;
   for (const Step& s : g_done.at(0)->steps)
@@ -217,7 +217,7 @@ TEST_F(HttpOutTest, RequestNeverSentEndsItsRowFailed) {
   kernel.eagain_next = true;
   EXPECT_EQ(program_write(*slot, kReq, 0), -1);
   EXPECT_EQ(errno, EAGAIN);
-  http_out::on_close(slot.get());  // the program gives up
+  http_out::on_close(slot.get(), -1);  // the program gives up
   rec::add(t, StepKind::MESSAGE, "after");
   tx::end(t, 200, "");
   const Transaction& done = *g_done.at(0);
