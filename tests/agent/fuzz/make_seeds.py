@@ -131,7 +131,7 @@ def inject():
 
 def hints():
     for i, m in enumerate(["Hnode", "R12:3", "E12:00000000000000ff", "L", "O7:12:00000000000000ff", "C", "C12:0000000000000001",
-                           "A0000000000000002", "D0000000000000002", "Hpython\x00junk"]):
+                           "A0000000000000002", "D0000000000000002", "Hpython\x00junk", "B4096", "U"]):
         write("hint_protocol", str(i), m.encode())
 
 
