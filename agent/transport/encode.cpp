@@ -84,7 +84,8 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
 }  // namespace
 
 bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
-                  const std::vector<Transaction*>& txs, std::string* out) {
+                  const std::vector<Transaction*>& txs, std::string* out,
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions) {
   out->clear();
   pb::Writer w(*out);
   size_t a = w.begin(1);  // Batch.agent
@@ -109,6 +110,17 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
   w.u64(3, seq);
   w.u64(4, clock::unix_ns());
   for (const Transaction* t : txs) write_transaction(w, *t);
+  for (const auto& dw : windows) {
+    size_t m = w.begin(6);  // Batch.drop_windows
+    w.u64(1, dw.seq);
+    w.u64(2, uint64_t(dw.reason) + 1);  // DropReason: QUEUE_FULL = 1, SEND_FAILED, ENCODE_FAILED
+    w.u64(3, dw.count);
+    w.u64(4, dw.first_unix_ns);
+    w.u64(5, dw.last_unix_ns);
+    w.u64(6, dw.closed ? 1 : 0);
+    w.end(m);
+  }
+  w.u64(7, sent_transactions);
   return true;
 }
 

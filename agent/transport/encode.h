@@ -6,13 +6,15 @@
 
 #include "../core/counters.h"
 #include "../core/transaction.h"
+#include "drop_windows.h"
 #include "identity.h"
 
 namespace txray {
 
-// Serializes one Batch (agent identity, cumulative drop counters, batch_seq, the transactions).
-// False when serialization fails (counted as encode_failed by the caller).
+// Serializes one Batch (agent identity, cumulative drop counters, batch_seq, the transactions, the drop
+// windows, the transactions of earlier batches that went into a connection). False when serialization fails (counted as encode_failed by the caller).
 bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
-                  const std::vector<Transaction*>& txs, std::string* out);
+                  const std::vector<Transaction*>& txs, std::string* out,
+                  const std::vector<transport::DropWindow>& windows = {}, uint64_t sent_transactions = 0);
 
 }  // namespace txray

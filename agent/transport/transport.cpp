@@ -19,6 +19,7 @@
 #include "../core/fd_table.h"
 #include "../core/unattributed.h"
 #include "../hooks/hook.h"
+#include "drop_windows.h"
 #include "encode.h"
 #include "mpsc_queue.h"
 #include "zmtp.h"
@@ -93,6 +94,7 @@ class Sender {
     std::vector<Transaction*> batch;
     batch.reserve(kMaxBatch);
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
+    bool exit_windows_sent = false;
     for (;;) {
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
       st_->busy.store(true, std::memory_order_seq_cst);  // before popping: flush() must not miss a batch
@@ -106,7 +108,13 @@ class Sender {
         else break;
       uint64_t now = clock::mono_ns();
       uint64_t sig = drops_signature(counters());
-      if (!batch.empty() || (sig != last_sig && now - last_sent > kHeartbeatNs)) {
+      windows_.update(counters(), now);
+      // At exit, drop windows the collector has not seen go out once more, if a connection is open
+      // (never a connection attempt just for them: an exit with the collector away stays cheap).
+      bool last_windows = exiting && !exit_windows_sent && windows_.changed() && push_.is_open();
+      if (!batch.empty() || last_windows ||
+          ((sig != last_sig || windows_.want_send()) && now - last_sent > kHeartbeatNs)) {
+        if (exiting) exit_windows_sent = true;
         send(batch, exiting);
         for (Transaction* t : batch) delete t;
         batch.clear();
@@ -178,15 +186,25 @@ class Sender {
   }
 
   void send(const std::vector<Transaction*>& batch, bool exiting) {
-    if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_)) {
-      counters().encode_failed.fetch_add(batch.size(), std::memory_order_relaxed);
+    // No connection, none to be had now: counted without encoding (while the collector is away the
+    // agent thread costs the host's CPUs next to nothing).
+    if (!connected(exiting)) return not_sent(batch);
+    if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_)) {
+      if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return;
     }
-    if (connected(exiting) && push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) return;
-    if (!batch.empty()) {
-      counters().send_failed.fetch_add(batch.size(), std::memory_order_relaxed);
-      debug_log("batch of %zu transactions not sent: %s", batch.size(), push_.error());
+    if (push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
+      windows_.delivered(clock::mono_ns());
+      sent_tx_ += batch.size();
+      return;
     }
+    not_sent(batch);
+  }
+
+  void not_sent(const std::vector<Transaction*>& batch) {
+    if (batch.empty()) return;
+    counters().drop(DropReason::send_failed, batch.size(), clock::unix_ns());
+    debug_log("batch of %zu transactions not sent: %s", batch.size(), push_.error());
   }
 
   State* st_;
@@ -198,6 +216,8 @@ class Sender {
   uint64_t next_attempt_ns_ = 0;
   uint64_t seq_ = 0;
   std::string buf_;
+  DropWindows windows_;
+  uint64_t sent_tx_ = 0;  // transactions in batches that went into a connection (Batch.sent_transactions)
 };
 
 void* thread_main(void* arg) {
@@ -279,7 +299,7 @@ void init(const Identity& id) {
 void enqueue(Transaction* t) {
   State* st = state();
   if (!st || st->exit_requested.load(std::memory_order_relaxed) || !st->queue.push(t)) {
-    counters().queue_full.fetch_add(1, std::memory_order_relaxed);
+    counters().drop(DropReason::queue_full, 1, clock::unix_ns());
     delete t;
     return;
   }

@@ -1,9 +1,11 @@
 // txray-bench-loadgen: a keep-alive HTTP/1.1 load generator.
-//   txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--sink ENDPOINT]
+//   txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--sink ENDPOINT] [--timeline FILE]
 // C threads each hold one connection and send GET requests back to back for S seconds, reading each
 // response (Content-Length framing) before the next. Prints "requests N seconds S rps R errors E".
 // --sink binds a ZeroMQ PULL socket there and discards what arrives (a stand-in collector that costs
 // next to nothing, so the benchmark measures the agent and not SQLite); it prints "sink messages M".
+// --timeline writes "UNIX_NS REQUESTS" every 100 ms (requests answered so far), so that a test can take
+// the rate of any stretch of the run (tests/reliability/test_collector_outage.py).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -28,6 +30,7 @@ struct Options {
   double seconds = 3;
   std::string path = "/";
   std::string sink;
+  std::string timeline;
 };
 
 int connect_to(int port) {
@@ -68,7 +71,8 @@ bool read_response(int fd, std::string& buf) {
 }
 
 void usage() {
-  std::fprintf(stderr, "usage: txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--sink EP]\n");
+  std::fprintf(stderr, "usage: txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--sink EP]"
+                       " [--timeline FILE]\n");
   std::exit(2);
 }
 
@@ -85,6 +89,7 @@ int main(int argc, char** argv) {
     else if (a == "--seconds") o.seconds = std::atof(v.c_str());
     else if (a == "--path") o.path = v;
     else if (a == "--sink") o.sink = v;
+    else if (a == "--timeline") o.timeline = v;
     else usage();
   }
   if (o.port <= 0 || o.connections <= 0 || o.seconds <= 0) usage();
@@ -114,9 +119,28 @@ int main(int argc, char** argv) {
   }
 
   const std::string req = "GET " + o.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: txray-loadgen\r\n\r\n";
-  std::atomic<long> requests{0}, errors{0};
+  std::atomic<long> requests{0}, errors{0}, answered{0};
   auto t0 = std::chrono::steady_clock::now();
   auto deadline = t0 + std::chrono::duration<double>(o.seconds);
+  std::thread timeline;
+  std::atomic<bool> workers_done{false};
+  if (!o.timeline.empty()) {
+    FILE* f = std::fopen(o.timeline.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "loadgen: cannot write %s\n", o.timeline.c_str());
+      return 1;
+    }
+    timeline = std::thread([&, f] {
+      for (bool last = false; !last;) {
+        last = workers_done.load();
+        auto now = std::chrono::system_clock::now().time_since_epoch();
+        std::fprintf(f, "%lld %ld\n", static_cast<long long>(std::chrono::nanoseconds(now).count()), answered.load());
+        std::fflush(f);
+        if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      std::fclose(f);
+    });
+  }
   std::vector<std::thread> workers;
   for (int c = 0; c < o.connections; ++c)
     workers.emplace_back([&] {
@@ -138,11 +162,14 @@ int main(int argc, char** argv) {
           continue;
         }
         ++done;
+        answered.fetch_add(1, std::memory_order_relaxed);
       }
       if (fd >= 0) close(fd);
       requests.fetch_add(done);
     });
   for (auto& w : workers) w.join();
+  workers_done.store(true);
+  if (timeline.joinable()) timeline.join();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (sink.joinable()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // what the agent still sends

@@ -1,9 +1,10 @@
-// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID | --unattributed] [--app NAME] [--json]
+// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID | --unattributed | --drops] [--app NAME] [--json]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "commands.h"
+#include "drops.h"
 #include "show_format.h"
 #include "ids.h"
 #include "profile_json.h"
@@ -62,6 +63,23 @@ int print_unattributed(Reader& reader, const std::string& app, bool json, const 
   return 0;
 }
 
+// --drops: when the agents dropped transactions, one line (or JSON object) per window. None is not an
+// error (exit 0): most stores have none.
+int print_drops(Reader& reader, const std::string& app, bool json, const std::string& db_path) {
+  const auto windows = reader.drop_windows(app);
+  if (json) {
+    for (const auto& w : windows) print_json_line(show::drop_window_json(w));
+    return 0;
+  }
+  if (windows.empty()) {
+    std::fprintf(stderr, "txray show: no dropped transactions in %s\n", db_path.c_str());
+    return 0;
+  }
+  std::cout << show::drops_text(windows);
+  std::cout.flush();
+  return 0;
+}
+
 }  // namespace
 
 int show_main(int argc, char** argv) {
@@ -87,6 +105,15 @@ int show_main(int argc, char** argv) {
       ->excludes(o_id)
       ->excludes(o_slow)
       ->excludes(o_trace);
+  bool drops = false;
+  app.add_flag("--drops", drops,
+               "when the agents dropped transactions (collector away, queue full): per process, why, how many, "
+               "from the first drop to the last")
+      ->excludes(o_last)
+      ->excludes(o_id)
+      ->excludes(o_slow)
+      ->excludes(o_trace)
+      ->excludes("--unattributed");
   app.add_option("--app", app_name, "only transactions of this application");
   app.add_flag("--json", json, "one JSON object per line per transaction");
   try {
@@ -113,6 +140,7 @@ int show_main(int argc, char** argv) {
     Db db = open_store(db_path, OpenMode::kReadOnly);
     Reader reader(db);
     if (unattributed) return print_unattributed(reader, app_name, json, db_path);
+    if (drops) return print_drops(reader, app_name, json, db_path);
     std::vector<int64_t> ids;
     if (txid) ids = reader.by_txid(*txid, app_name);
     else if (slowest > 0) ids = reader.slowest(slowest, app_name);
@@ -133,6 +161,12 @@ int show_main(int argc, char** argv) {
         if (!t) continue;
         if (json) print_json(*t);
         else std::cout << show::profile_text(*t);
+      }
+      // A person is told when transactions are missing from the store because agents dropped them.
+      if (!json) {
+        std::cout.flush();
+        if (auto windows = reader.drop_windows(app_name); !windows.empty())
+          std::fprintf(stderr, "%s", show::drops_note(windows).c_str());
       }
     } else {
       std::vector<Transaction> txs;

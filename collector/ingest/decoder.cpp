@@ -10,7 +10,7 @@ namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute };
+enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window };
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -21,6 +21,7 @@ size_t object_bytes(Msg m) {
     case Msg::step: return sizeof(v1::Step);
     case Msg::summary: return sizeof(v1::StepSummary);
     case Msg::attribute: return sizeof(v1::Attribute);
+    case Msg::drop_window: return sizeof(v1::DropWindow);
   }
   return 0;
 }
@@ -32,6 +33,7 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
       if (field == 1) return *child = Msg::agent, true;
       if (field == 2) return *child = Msg::drops, true;
       if (field == 5) return *child = Msg::tx, true;
+      if (field == 6) return *child = Msg::drop_window, true;
       return false;
     case Msg::tx:
       if (field == 19) return *child = Msg::step, true;
@@ -48,13 +50,14 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
 // Highest field number of each message: anything above is kept by protobuf as an unknown field.
 uint64_t max_field(Msg m) {
   switch (m) {
-    case Msg::batch: return 5;
+    case Msg::batch: return 7;
     case Msg::agent: return 10;
     case Msg::drops: return 5;
     case Msg::tx: return 22;
     case Msg::step: return 17;
     case Msg::summary: return 9;
     case Msg::attribute: return 2;
+    case Msg::drop_window: return 6;
   }
   return 0;
 }
@@ -235,6 +238,18 @@ std::string validate_batch(const v1::Batch& b, const Limits& l) {
   if (auto e = check_size(a.command_line(), l.max_text_bytes, "command_line"); !e.empty()) return e;
   for (const auto& tx : b.transactions()) {
     if (auto e = validate_transaction(tx, l); !e.empty()) return e;
+  }
+  // An agent carries a few (its open windows and the closed ones not yet delivered twice).
+  if (b.drop_windows_size() > kMaxDropWindows)
+    return "batch has " + std::to_string(b.drop_windows_size()) + " drop windows (limit " +
+           std::to_string(kMaxDropWindows) + ")";
+  // (2^62: far past any real agent, and the writer's running count stays clear of overflow.)
+  if (b.sent_transactions() > (uint64_t(1) << 62)) return "sent_transactions out of range";
+  for (const auto& w : b.drop_windows()) {
+    if (w.seq() == 0 || w.seq() > static_cast<uint64_t>(INT64_MAX)) return "drop window seq out of range";
+    if (w.count() > static_cast<uint64_t>(INT64_MAX) || w.first_unix_ns() > static_cast<uint64_t>(INT64_MAX) ||
+        w.last_unix_ns() > static_cast<uint64_t>(INT64_MAX))
+      return "drop window count/times out of range";
   }
   return {};
 }

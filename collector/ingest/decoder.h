@@ -13,6 +13,9 @@ namespace txray::ingest {
 
 // Per-message and per-field limits: what a sender (a broken or hostile agent) can make the collector
 // hold. docs/wire-format.md lists them with what happens past each.
+// Drop windows per batch (an agent sends a few: DropWindows::kMaxClosed closed ones and its open ones).
+inline constexpr int kMaxDropWindows = 256;
+
 struct Limits {
   size_t max_message_bytes = 64u << 20;  // larger messages are rejected unparsed (oversize)
   // The decoded size, estimated from the wire before parsing: a message of tiny repeated fields

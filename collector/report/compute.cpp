@@ -12,6 +12,7 @@
 #include "sqlite_util.h"
 #include "stats.h"
 #include "step_groups.h"
+#include "drops.h"
 #include "unattributed.h"
 
 namespace txray::report {
@@ -251,6 +252,7 @@ std::string compute_report(const Options& opt, Report& r) {
                               std::chrono::system_clock::now().time_since_epoch()).count();
     compute_summary(db, sel, r.summary);
     count_unattributed(db, opt, r.summary);
+    count_drops(db, opt, r.summary);
     phase("summary");
     compute_names(sel, opt.top, r);
     phase("names");

@@ -19,6 +19,12 @@ inline constexpr const char* kUnattributedMeaning =
     "event-loop thread. They belong to no transaction and count in none of the figures of this report; "
     "`txray show --unattributed` lists them, docs/agent.md gives the rules";
 
+// What dropped transactions are, in the words of the Markdown and HTML summaries.
+inline constexpr const char* kDroppedMeaning =
+    "requests the traced processes served but whose transactions never reached the store (the collector "
+    "was away, an agent's queue was full, or batches were lost on the way). They count in none of the "
+    "figures of this report; txray show --drops says when, per process";
+
 nlohmann::ordered_json to_json(const Report& r);  // render_json.cpp; keys in report order
 void render_json(const Report& r, std::ostream& out);
 void render_md(const Report& r, std::ostream& out);        // render_md.cpp

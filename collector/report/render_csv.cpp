@@ -54,6 +54,10 @@ Table summary_table(const Report& r) {
   std::string by_kind;  // as the statuses of calls: "HTTP_CALL:10 SOCKET:2"
   for (const auto& [kind, n] : s.unattributed_by_kind) by_kind += (by_kind.empty() ? "" : " ") + kind + ":" + num(n);
   add("unattributed_by_kind", by_kind);
+  add("dropped_transactions", num(s.dropped_transactions));
+  std::string by_reason;
+  for (const auto& [reason, n] : s.dropped_by_reason) by_reason += (by_reason.empty() ? "" : " ") + reason + ":" + num(n);
+  add("dropped_by_reason", by_reason);
   add("filters", r.filters);
   return tb;
 }

@@ -229,6 +229,10 @@ void render_html(const Report& r, std::ostream& o) {
     o << "<p class=note><b>Unattributed steps: " << fmt_count(s.unattributed_steps) << "</b> ("
       << h(fmt_kind_counts(s.unattributed_by_kind)) << "): " << meaning << ".</p>";
   }
+  if (s.dropped_transactions > 0) {
+    o << "<p class=note><b>Dropped transactions: " << fmt_count(s.dropped_transactions) << "</b> ("
+      << h(fmt_kind_counts(s.dropped_by_reason)) << "): " << h(kDroppedMeaning) << ".</p>";
+  }
 
   o << "\n<div class=charts><div class=chart><h3>Response time over time (log scale)</h3>";
   scatter(o, r.scatter);

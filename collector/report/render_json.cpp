@@ -77,6 +77,10 @@ json to_json(const Report& r) {
   json by_kind = json::object();
   for (const auto& [kind, n] : s.unattributed_by_kind) by_kind[kind] = n;
   j["summary"]["unattributed_by_kind"] = by_kind;
+  j["summary"]["dropped_transactions"] = s.dropped_transactions;
+  json by_reason = json::object();
+  for (const auto& [reason, n] : s.dropped_by_reason) by_reason[reason] = n;
+  j["summary"]["dropped_by_reason"] = by_reason;
   j["slowest"] = json::array();
   for (const auto& x : r.slowest)
     j["slowest"].push_back({{"id", x.id},

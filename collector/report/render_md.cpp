@@ -99,6 +99,10 @@ void render_md(const Report& r, std::ostream& o) {
     o << "**Unattributed steps: " << fmt_count(s.unattributed_steps) << "** ("
       << fmt_kind_counts(s.unattributed_by_kind) << "): " << kUnattributedMeaning << ".\n\n";
   }
+  if (s.dropped_transactions > 0) {
+    o << "**Dropped transactions: " << fmt_count(s.dropped_transactions) << "** ("
+      << fmt_kind_counts(s.dropped_by_reason) << "): " << kDroppedMeaning << ".\n\n";
+  }
 
   o << "## Slowest transactions\n\n";
   if (r.slowest.empty()) o << "None.\n\n";

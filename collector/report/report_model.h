@@ -40,6 +40,9 @@ struct Summary {
   // Steps the agent could not attribute to any request (unattributed.h): not part of any figure above.
   int64_t unattributed_steps = 0;
   std::map<std::string, int64_t> unattributed_by_kind;  // step kind -> count
+  // Transactions the agents dropped or lost on the way (drops.h): missing from every figure above.
+  int64_t dropped_transactions = 0;
+  std::map<std::string, int64_t> dropped_by_reason;  // queue_full, send_failed, ... -> count
 };
 
 enum class Cost { Sql, Fetch, Call, SocketWait, Cpu, Idle };

@@ -92,6 +92,18 @@ struct UnattributedCount {
   int64_t count = 0;
 };
 
+// A window of transactions an agent dropped (drop_windows): how many, why, from the first drop to the last.
+struct DropWindowRow {
+  Agent agent;
+  int64_t seq = 0;
+  std::string reason;  // queue_full | send_failed | encode_failed
+  int64_t count = 0;
+  int64_t first_unix_ns = 0;
+  int64_t last_unix_ns = 0;
+  bool closed = false;
+  int64_t reported_unix_ns = 0;  // collector clock: when it first arrived
+};
+
 struct Transaction {
   int64_t id = 0;  // transactions.id (store-local)
   uint64_t txid = 0;

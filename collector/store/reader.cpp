@@ -132,6 +132,38 @@ std::vector<int64_t> Reader::unattributed_containers(const std::string& app) {
   return out;
 }
 
+std::vector<DropWindowRow> Reader::drop_windows(const std::string& app) {
+  Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='drop_windows'");
+  has.step();
+  if (has.i64(0) == 0) return {};
+  std::string cols;
+  for (const char* p = kAgentColumns; *p;) {  // "id, instance_id, ..." -> "a.id, a.instance_id, ..."
+    while (*p == ' ' || *p == ',') cols += *p++;
+    cols += "a.";
+    while (*p && *p != ',') cols += *p++;
+  }
+  Stmt s(db_, "SELECT " + cols +
+                  ", w.seq, w.reason, w.count, w.first_unix_ns, w.last_unix_ns, w.closed, w.reported_unix_ns"
+                  " FROM drop_windows w JOIN agents a ON a.id = w.agent_id" +
+                  (app.empty() ? "" : " WHERE a.app = ?1") + " ORDER BY w.first_unix_ns, a.id, w.seq");
+  if (!app.empty()) s.bind(1, app);
+  std::vector<DropWindowRow> out;
+  while (s.step()) {
+    DropWindowRow w;
+    w.agent = agent_from(s);
+    int c = int(std::count(cols.begin(), cols.end(), ',')) + 1;  // after the agent's columns
+    w.seq = s.i64(c++);
+    w.reason = s.text(c++);
+    w.count = s.i64(c++);
+    w.first_unix_ns = s.i64(c++);
+    w.last_unix_ns = s.i64(c++);
+    w.closed = s.i64(c++) != 0;
+    w.reported_unix_ns = s.i64(c++);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 std::optional<Agent> Reader::agent(int64_t agent_id) {
   static const std::string sql = std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?1";
   Stmt& s = cached(agent_stmt_, sql.c_str());

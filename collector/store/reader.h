@@ -31,6 +31,10 @@ class Reader {
   std::vector<UnattributedCount> unattributed_counts(const std::string& app = {});
   std::vector<int64_t> unattributed_containers(const std::string& app = {});
 
+  // Drop windows (when agents dropped transactions), ordered by first drop; empty for a store written
+  // before the table existed.
+  std::vector<DropWindowRow> drop_windows(const std::string& app = {});
+
   // The whole transaction; nullopt when no row has this id.
   std::optional<Transaction> load(int64_t id);
   std::optional<Agent> agent(int64_t agent_id);

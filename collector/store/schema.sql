@@ -118,4 +118,33 @@ CREATE TABLE IF NOT EXISTS step_summaries(
 );
 CREATE INDEX IF NOT EXISTS step_summaries_tx ON step_summaries(tx_id);
 
+-- When agents dropped transactions (DropWindow in the wire format): one row per window, a run of drops of
+-- one reason from the first drop to the last, closed after a second without one. The agent repeats a
+-- window on several batches (PUSH has no acknowledgement); the collector keeps the largest count and the
+-- widest bounds. Added within schema version 1: the collector creates it in older stores when it opens
+-- them (IF NOT EXISTS, like every table here); readers of a store without it see no windows.
+CREATE TABLE IF NOT EXISTS drop_windows(
+  agent_id         INTEGER NOT NULL REFERENCES agents(id),
+  seq              INTEGER NOT NULL,      -- per agent instance, from 1; the collector's own windows from -1 down
+  reason           TEXT NOT NULL,         -- queue_full | send_failed | encode_failed (the agents.drops_* counters),
+                                          -- lost_in_flight (found by the collector: agent_received)
+  count            INTEGER NOT NULL,      -- transactions dropped in the window
+  first_unix_ns    INTEGER NOT NULL,      -- the first drop (agent clock)
+  last_unix_ns     INTEGER NOT NULL,      -- the last drop
+  closed           INTEGER NOT NULL DEFAULT 0,  -- 1: final; 0: drops were still going on at the last report
+  reported_unix_ns INTEGER NOT NULL,      -- collector clock: when the window first arrived
+  PRIMARY KEY(agent_id, seq)
+) WITHOUT ROWID;
+
+-- What the collector received of each agent, to find what was lost in flight: each batch carries how many
+-- transactions the agent had written into a connection before it (Batch.sent_transactions); when that is
+-- more than `transactions`, the difference was lost between the agent and the store (written into a
+-- connection the collector closed or lost before reading it, or not stored) and becomes a drop window
+-- with reason 'lost_in_flight' and a negative seq. Added within schema version 1, as drop_windows.
+CREATE TABLE IF NOT EXISTS agent_received(
+  agent_id          INTEGER PRIMARY KEY REFERENCES agents(id),
+  transactions      INTEGER NOT NULL,   -- received, or found lost in flight
+  last_sent_unix_ns INTEGER NOT NULL    -- Batch.sent_unix_ns of the last batch received (agent clock)
+);
+
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');

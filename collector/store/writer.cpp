@@ -3,11 +3,22 @@
 #include "attributes_json.h"
 #include "ids.h"
 
+#include <string>
+
 namespace txray {
 
 namespace {
 
 constexpr size_t kMaxCachedTexts = 1 << 20;  // the cache is dropped when it grows past this
+
+std::string drop_reason_name(int reason) {
+  switch (reason) {
+    case v1::QUEUE_FULL: return "queue_full";
+    case v1::SEND_FAILED: return "send_failed";
+    case v1::ENCODE_FAILED: return "encode_failed";
+  }
+  return "reason_" + std::to_string(reason);  // a newer agent's reason: kept, under its number
+}
 
 const char* kind_name(int kind) {
   static const char* const kNames[] = {"UNSPECIFIED", "START", "END", "SOCKET", "SOCKET_CLOSE", "MESSAGE",
@@ -52,6 +63,21 @@ Writer::Writer(Db& db)
                     " steps_summarized=max(steps_summarized, excluded.steps_summarized),"
                     " internal_errors=max(internal_errors, excluded.internal_errors)"
                     " RETURNING id"),
+      drop_window_upsert_(db,
+                          "INSERT INTO drop_windows(agent_id, seq, reason, count, first_unix_ns, last_unix_ns,"
+                          " closed, reported_unix_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)"
+                          " ON CONFLICT(agent_id, seq) DO UPDATE SET count=max(count, excluded.count),"
+                          " first_unix_ns=CASE WHEN first_unix_ns = 0 THEN excluded.first_unix_ns"
+                          "   WHEN excluded.first_unix_ns = 0 THEN first_unix_ns"
+                          "   ELSE min(first_unix_ns, excluded.first_unix_ns) END,"
+                          " last_unix_ns=max(last_unix_ns, excluded.last_unix_ns),"
+                          " closed=max(closed, excluded.closed)"),
+      received_select_(db, "SELECT transactions, last_sent_unix_ns FROM agent_received WHERE agent_id = ?1"),
+      received_upsert_(db,
+                       "INSERT INTO agent_received(agent_id, transactions, last_sent_unix_ns) VALUES(?1,?2,?3)"
+                       " ON CONFLICT(agent_id) DO UPDATE SET transactions=excluded.transactions,"
+                       " last_sent_unix_ns=excluded.last_sent_unix_ns"),
+      lost_seq_(db, "SELECT min(0, coalesce(min(seq), 0)) - 1 FROM drop_windows WHERE agent_id = ?1"),
       tx_insert_(db,
                  "INSERT INTO transactions(txid, trace_id, parent_span_id, agent_id, app, name, kind,"
                  " start_unix_ns, end_unix_ns, elapsed_ns, cpu_ns, sql_ns, fetch_ns, call_ns, sql_count,"
@@ -98,11 +124,14 @@ void Writer::rollback() {
   }
   in_tx_ = false;
   text_ids_.clear();
+  received_.clear();
 }
 
 WriteCounts Writer::write(const v1::Batch& batch, int64_t now) {
   WriteCounts counts;
   int64_t agent_id = upsert_agent(batch, now);
+  for (const auto& w : batch.drop_windows()) upsert_drop_window(w, agent_id, now);
+  account_received(batch, agent_id, now);
   const std::string& app = batch.agent().app().empty() ? batch.agent().program() : batch.agent().app();
   for (const auto& tx : batch.transactions()) {
     int64_t row = insert_transaction(tx, agent_id, app);
@@ -146,6 +175,59 @@ int64_t Writer::upsert_agent(const v1::Batch& b, int64_t now) {
   int64_t id = s.i64(0);
   s.reset();
   return id;
+}
+
+void Writer::upsert_drop_window(const v1::DropWindow& w, int64_t agent_id, int64_t now) {
+  drop_window_upsert_.bind(1, agent_id)
+      .bind(2, w.seq())
+      .bind(3, drop_reason_name(w.reason()))
+      .bind(4, w.count())
+      .bind(5, w.first_unix_ns())
+      .bind(6, w.last_unix_ns())
+      .bind(7, w.closed() ? 1 : 0)
+      .bind(8, now)
+      .run();
+}
+
+void Writer::account_received(const v1::Batch& b, int64_t agent_id, int64_t now) {
+  auto sent = static_cast<int64_t>(b.sent_transactions());
+  auto it = received_.find(agent_id);
+  if (it == received_.end()) {
+    Received r;
+    received_select_.bind(1, agent_id);
+    if (received_select_.step()) {
+      r.transactions = received_select_.i64(0);
+      r.last_sent_unix_ns = received_select_.i64(1);
+    } else {
+      // First batch of this agent in this store. Transactions it sent before went elsewhere (another
+      // store, or a collector before this table existed): nothing to claim lost.
+      r.transactions = sent;
+    }
+    received_select_.reset();
+    it = received_.emplace(agent_id, r).first;
+  }
+  Received& r = it->second;
+  auto sent_at = static_cast<int64_t>(b.sent_unix_ns());
+  if (sent > r.transactions) {
+    // Lost after the last batch received and before this one was sent.
+    lost_seq_.bind(1, agent_id);
+    lost_seq_.step();
+    int64_t seq = lost_seq_.i64(0);
+    lost_seq_.reset();
+    drop_window_upsert_.bind(1, agent_id)
+        .bind(2, seq)
+        .bind(3, "lost_in_flight")
+        .bind(4, sent - r.transactions)
+        .bind(5, r.last_sent_unix_ns ? r.last_sent_unix_ns : sent_at)
+        .bind(6, sent_at)
+        .bind(7, 1)
+        .bind(8, now)
+        .run();
+    r.transactions = sent;
+  }
+  r.transactions += b.transactions_size();
+  if (sent_at > r.last_sent_unix_ns) r.last_sent_unix_ns = sent_at;
+  received_upsert_.bind(1, agent_id).bind(2, r.transactions).bind(3, r.last_sent_unix_ns).run();
 }
 
 int64_t Writer::insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app) {

@@ -30,13 +30,17 @@ class Writer {
   void rollback();
   bool in_transaction() const { return in_tx_; }
 
-  // Inserts one batch: upserts its agent (with the latest cumulative drop counters), then its
-  // transactions, steps and summaries, and links outbound calls with their callees in either arrival
+  // Inserts one batch: upserts its agent (with the latest cumulative drop counters) and its drop
+  // windows, then its transactions, steps and summaries, and links outbound calls with their callees in either arrival
   // order. Expects a batch that ingest::validate_batch accepted. Must be called inside begin/commit.
   WriteCounts write(const v1::Batch& batch, int64_t received_unix_ns);
 
  private:
   int64_t upsert_agent(const v1::Batch& batch, int64_t now);
+  void upsert_drop_window(const v1::DropWindow& w, int64_t agent_id, int64_t now);
+  // Compares the batch's sent_transactions with what was received of its agent (agent_received); a
+  // shortfall becomes a 'lost_in_flight' drop window. Then counts the batch's transactions as received.
+  void account_received(const v1::Batch& b, int64_t agent_id, int64_t now);
   int64_t insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app);
   void insert_step(int64_t tx_row, int no, const v1::Step& s, WriteCounts& counts);
   void insert_summary(int64_t tx_row, const v1::StepSummary& s);
@@ -47,6 +51,8 @@ class Writer {
   bool in_tx_ = false;
   Stmt begin_, commit_, rollback_;
   Stmt agent_upsert_;
+  Stmt drop_window_upsert_;
+  Stmt received_select_, received_upsert_, lost_seq_;
   Stmt tx_insert_;
   Stmt step_insert_;
   Stmt summary_insert_;
@@ -57,6 +63,11 @@ class Writer {
   // per-call lookup is skipped (the common case of a service that is nobody's callee).
   bool any_callee_ = false;
   std::unordered_map<uint64_t, int64_t> text_ids_;  // FNV-1a hash -> texts.id
+  struct Received {
+    int64_t transactions = 0;
+    int64_t last_sent_unix_ns = 0;
+  };
+  std::unordered_map<int64_t, Received> received_;  // agents.id -> its agent_received row
   std::string json_buf_;
 };
 

@@ -311,6 +311,84 @@ TEST_F(StoreTest, DropCountersKeepTheLatestCumulativeValue) {
   EXPECT_EQ(count("SELECT count(*) FROM agents"), 2);
 }
 
+TEST_F(StoreTest, DropWindowsKeepOneRowPerWindowWithTheLargestCountAndWidestBounds) {
+  v1::Batch b = full_batch();
+  b.clear_transactions();
+  auto* w = b.add_drop_windows();
+  w->set_seq(1);
+  w->set_reason(v1::SEND_FAILED);
+  w->set_count(10);
+  w->set_first_unix_ns(5000);
+  w->set_last_unix_ns(6000);
+  write(b, 10);
+  w->set_count(25);  // still open: it grew
+  w->set_last_unix_ns(9000);
+  write(b, 20);
+  w->set_closed(true);
+  write(b, 30);
+  w->set_count(10);  // a late repeat of an older state changes nothing
+  w->set_last_unix_ns(6000);
+  w->set_closed(false);
+  write(b, 40);
+  auto* q = b.add_drop_windows();
+  q->set_seq(2);
+  q->set_reason(v1::QUEUE_FULL);
+  q->set_count(3);
+  q->set_first_unix_ns(7000);
+  q->set_last_unix_ns(7000);
+  write(b, 50);
+
+  Reader r(db_);
+  auto ws = r.drop_windows();
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].reason, "send_failed");
+  EXPECT_EQ(ws[0].count, 25);
+  EXPECT_EQ(ws[0].first_unix_ns, 5000);
+  EXPECT_EQ(ws[0].last_unix_ns, 9000);
+  EXPECT_TRUE(ws[0].closed);
+  EXPECT_EQ(ws[0].reported_unix_ns, 10);
+  EXPECT_EQ(ws[0].agent.instance_id, b.agent().instance_id());
+  EXPECT_EQ(ws[1].reason, "queue_full");
+  EXPECT_EQ(ws[1].count, 3);
+  EXPECT_FALSE(ws[1].closed);
+  EXPECT_TRUE(r.drop_windows("no-such-app").empty());
+}
+
+TEST_F(StoreTest, TransactionsSentButNeverReceivedBecomeALostInFlightWindow) {
+  v1::Batch b = full_batch();
+  const int per_batch = b.transactions_size();
+  ASSERT_GT(per_batch, 0);
+  b.set_sent_unix_ns(1000);
+  write(b);  // sent_transactions 0: the agent's first batch
+  // The next two batches went into a connection the collector closed before reading them.
+  b.set_sent_transactions(3 * per_batch);
+  b.set_sent_unix_ns(4000);
+  for (auto& t : *b.mutable_transactions()) t.set_txid(t.txid() + 1000);
+  write(b);
+  // Nothing missing since: no new window.
+  b.set_sent_transactions(4 * per_batch);
+  b.set_sent_unix_ns(5000);
+  for (auto& t : *b.mutable_transactions()) t.set_txid(t.txid() + 1000);
+  write(b);
+
+  Reader r(db_);
+  auto ws = r.drop_windows();
+  ASSERT_EQ(ws.size(), 1u);
+  EXPECT_EQ(ws[0].reason, "lost_in_flight");
+  EXPECT_EQ(ws[0].count, 2 * per_batch);
+  EXPECT_EQ(ws[0].seq, -1);
+  EXPECT_EQ(ws[0].first_unix_ns, 1000);  // after the last batch received ...
+  EXPECT_EQ(ws[0].last_unix_ns, 4000);   // ... before the one that told
+  EXPECT_EQ(count("SELECT transactions FROM agent_received"), 5 * per_batch);
+
+  // An agent whose earlier batches went to another store claims nothing lost here.
+  b.mutable_agent()->set_instance_id(4242);
+  b.set_sent_transactions(1000);
+  for (auto& t : *b.mutable_transactions()) t.set_txid(t.txid() + 1000);
+  write(b);
+  EXPECT_EQ(r.drop_windows().size(), 1u);
+}
+
 // A caller whose HTTP_CALL sent span `span`, and the callee transaction that received it.
 v1::Batch caller_batch(uint64_t span) {
   v1::Batch b = full_batch();

@@ -149,6 +149,13 @@ TEST_F(TransportTest, CollectorAwayCountsSendFailedAndDeliversItLater) {
     if (receive(&b, 200)) delivered = b.drops().send_failed() >= 1;
   }
   EXPECT_TRUE(delivered);
+  // ... with its window: the send_failed drops (GET /lost, and any GET /back before the reconnection),
+  // stamped while nobody listened.
+  ASSERT_EQ(b.drop_windows_size(), 1);
+  EXPECT_EQ(b.drop_windows(0).reason(), v1::SEND_FAILED);
+  EXPECT_EQ(b.drop_windows(0).count(), b.drops().send_failed());
+  EXPECT_GT(b.drop_windows(0).first_unix_ns(), 0u);
+  EXPECT_LE(b.drop_windows(0).first_unix_ns(), b.sent_unix_ns());
 }
 
 TEST_F(TransportTest, FlushSendsWhatIsQueuedWithinTheBound) {

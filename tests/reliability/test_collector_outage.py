@@ -1,0 +1,214 @@
+"""The collector stopped for D seconds under load (issue 12): a traced HTTP server (txray-burner, one thread
+per keep-alive connection, 200 us of CPU per request) takes steady load from txray-bench-loadgen while the
+collector runs, is stopped for D seconds, and is started again on the same endpoint and store.
+
+Checked, with the figures printed:
+- the service never blocks: its median per-second rate while the collector is away is at least 40% of
+  the rate while it runs (generous: this VM's neighbours move it by ±50%; TXRAY_OUTAGE_MIN_RATIO), and
+  its CPU time per request is no more than 1.3x (the agent does not work harder while it cannot send);
+- the agent's memory stays bounded: the server's RSS at the start and the end of the outage;
+- the transactions lost are counted (agents.drops_*) and stored with their time window (drop_windows):
+  each window's count adds up to its counter, it lies inside the outage, it is closed, and
+  `txray show --drops --json` shows the same (and `txray report`'s summary counts them);
+- the agent resumes by itself: transactions after the restart are stored again, the first within 2 s;
+- every request answered is accounted for, exactly: stored + dropped + lost in flight = requests
+  answered, where "lost in flight" are the transactions of the batches the agent had written into the
+  connection when the collector closed it (a PUSH socket has no acknowledgement): the collector finds
+  them from the agent's count of what it sent (Batch.sent_transactions) and stores them as a drop window
+  of reason lost_in_flight.
+
+TXRAY_OUTAGE_SECONDS (default 10) sets D; `make soak` runs D = 60 (scripts/soak.sh). About 33 s with D = 10."""
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import time
+
+from txraytest import BIN, TXRAY, Collector, TxrayTestCase, agent_env, free_port, show_json, wait_for, wait_port
+
+DOWN = float(os.environ.get("TXRAY_OUTAGE_SECONDS", "10"))
+MIN_RATIO = float(os.environ.get("TXRAY_OUTAGE_MIN_RATIO", "0.4"))  # throughput away / up
+UP = 6.0      # collector running, before the outage (the first second is warm-up)
+AFTER = 6.0   # after the restart
+BURNER = os.path.join(BIN, "txray-burner")
+LOADGEN = os.path.join(BIN, "txray-bench-loadgen")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def per_second_rates(timeline, start, end):
+    """Requests answered in each whole second of [start, end] (unix seconds), from the loadgen's
+    100 ms timeline of (unix_ns, answered so far)."""
+    points = [(t / 1e9, n) for t, n in timeline if start <= t / 1e9 <= end]
+    rates = []
+    i = 0
+    for j in range(len(points)):
+        if points[j][0] - points[i][0] >= 1.0:
+            rates.append((points[j][1] - points[i][1]) / (points[j][0] - points[i][0]))
+            i = j
+    return rates
+
+
+def cpu_seconds(pid):
+    """utime + stime of every thread of the process (the agent's thread included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def answered_at(timeline, t):
+    return max((n for ts, n in timeline if ts / 1e9 <= t), default=0)
+
+
+def read_timeline(path):
+    with open(path) as f:
+        return [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 2]
+
+
+class CollectorOutage(TxrayTestCase):
+    def test_service_keeps_its_pace_memory_bounded_drops_stored_with_window_and_resume(self):
+        c = Collector(self.tmp).start()
+        port = free_port()
+        server = self.spawn([BURNER, "serve", "--listen", f"127.0.0.1:{port}", "--backend", "none",
+                             "--burn-us", "200"],
+                            stdout=subprocess.DEVNULL, env=agent_env(c.endpoint, app="outage"))
+        wait_port(port)
+        timeline_file = os.path.join(self.tmp, "timeline")
+        total = UP + DOWN + AFTER + 8  # + the collector's stop (it drains for up to 5 s under load)
+        load = self.spawn([LOADGEN, "--port", str(port), "--connections", "2", "--seconds", str(total),
+                           "--path", "/load", "--timeline", timeline_file],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        t_load = time.time()
+        time.sleep(1)  # warm-up
+        t_up, cpu_up = time.time(), cpu_seconds(server.pid)
+        time.sleep(UP - 1)
+
+        t_stop_asked, cpu_stop_asked = time.time(), cpu_seconds(server.pid)
+        c.stop()  # SIGINT: stores what it received, then closes the endpoint
+        t_down, cpu_down = time.time(), cpu_seconds(server.pid)
+        rss_start = rss_kib(server.pid)
+        rss_peak = rss_start
+        while time.time() < t_down + DOWN:
+            time.sleep(0.25)
+            rss_peak = max(rss_peak, rss_kib(server.pid))
+        rss_end = rss_kib(server.pid)
+        t_restart, cpu_restart = time.time(), cpu_seconds(server.pid)
+        c.start()  # same endpoint, same store
+        t_up_again = time.time()
+
+        out, err = load.communicate(timeout=total + 60)
+        self.assertEqual(load.returncode, 0, err)
+        fields = out.split()
+        served, errors = int(fields[1]), int(fields[7])
+        self.assertEqual(errors, 0, out)
+        server.terminate()  # the exit flush sends what is left
+        self.assertEqual(server.wait(timeout=20), 0)
+
+        def stored_http():
+            con = sqlite3.connect(f"file:{c.db}?mode=ro", uri=True, timeout=10)
+            try:
+                return con.execute("SELECT count(*) FROM transactions WHERE kind = 'http'").fetchone()[0]
+            finally:
+                con.close()
+        last = [-1]
+
+        def settled():  # nothing new for a second
+            n = stored_http()
+            done = n == last[0]
+            last[0] = n
+            return done
+        wait_for(settled, timeout=30, interval=1.0, what="the store to settle")
+        c.stop()
+
+        con = sqlite3.connect(f"file:{c.db}?mode=ro", uri=True)
+        con.row_factory = sqlite3.Row
+        (agent,) = [dict(r) for r in con.execute("SELECT * FROM agents WHERE pid = ?", (server.pid,))]
+        windows = [dict(r) for r in con.execute("SELECT * FROM drop_windows WHERE agent_id = ? ORDER BY seq",
+                                                (agent["id"],))]
+        stored = con.execute("SELECT count(*) FROM transactions WHERE agent_id = ? AND kind = 'http'",
+                             (agent["id"],)).fetchone()[0]
+        first_after = con.execute("SELECT min(start_unix_ns) FROM transactions WHERE agent_id = ? AND kind = 'http'"
+                                  " AND start_unix_ns > ?", (agent["id"], int(t_restart * 1e9))).fetchone()[0]
+        stored_after = con.execute("SELECT count(*) FROM transactions WHERE agent_id = ? AND kind = 'http'"
+                                   " AND start_unix_ns > ?", (agent["id"], int(t_up_again * 1e9))).fetchone()[0]
+        con.close()
+
+        # Throughput: median per-second rate, collector up (after a second of warm-up) vs away.
+        timeline = read_timeline(timeline_file)
+        up_rates = per_second_rates(timeline, t_up, t_stop_asked)
+        down_rates = per_second_rates(timeline, t_down, t_restart)
+        self.assertGreaterEqual(len(up_rates), 3)
+        self.assertGreaterEqual(len(down_rates), 3)
+        up_rate, down_rate = statistics.median(up_rates), statistics.median(down_rates)
+        ratio = down_rate / up_rate
+        # The server's CPU time per request (all its threads, the agent's included) in the two phases:
+        # steadier than throughput on a shared machine, and what the agent would add by working harder
+        # while the collector is away.
+        cpu_up_us = 1e6 * (cpu_stop_asked - cpu_up) / max(1, answered_at(timeline, t_stop_asked) - answered_at(timeline, t_up))
+        cpu_down_us = 1e6 * (cpu_restart - cpu_down) / max(1, answered_at(timeline, t_restart) - answered_at(timeline, t_down))
+
+        dropped = agent["drops_queue_full"] + agent["drops_send_failed"] + agent["drops_encode_failed"]
+        in_flight = sum(w["count"] for w in windows if w["reason"] == "lost_in_flight")
+        print(f"\ncollector away {t_restart - t_down:.1f} s (its stop took {t_down - t_stop_asked:.1f} s): "
+              f"throughput up {up_rate:.0f}/s, away {down_rate:.0f}/s, ratio {ratio:.2f}; "
+              f"server CPU per request up {cpu_up_us:.0f} us, away {cpu_down_us:.0f} us; "
+              f"server RSS {rss_start} -> {rss_end} KiB at the outage's start and end "
+              f"(growth {rss_end - rss_start:+d} KiB, peak {rss_peak} KiB); "
+              f"requests {served}: stored {stored}, dropped {dropped} "
+              f"(send_failed {agent['drops_send_failed']}, queue_full {agent['drops_queue_full']}), "
+              f"lost in flight {in_flight}, unaccounted {served - stored - dropped - in_flight}; windows: " +
+              "; ".join(f"{w['reason']} {w['count']} from +{w['first_unix_ns'] / 1e9 - t_down:.2f} s "
+                        f"to +{w['last_unix_ns'] / 1e9 - t_down:.2f} s" for w in windows) +
+              f"; first stored after the restart at +{(first_after or 0) / 1e9 - t_restart:.2f} s")
+
+        # Never blocks: a host that waited for the collector would stall for whole seconds and its rate
+        # would collapse. The throughput bound is wide because on this shared 2-vCPU VM the neighbours'
+        # load moves the rate by ±50% between phases (measured ratios 0.48-1.95 with load averages of
+        # 7-16; the collector itself competes in the up phase; a bare copy of the server run alongside as
+        # a control swung as much); the CPU per request, steady within ±10% in the same runs, shows that
+        # the agent does not work harder while the collector is away. TXRAY_OUTAGE_MIN_RATIO tightens the
+        # throughput bound on a quiet machine.
+        self.assertGreaterEqual(ratio, MIN_RATIO)
+        self.assertLessEqual(cpu_down_us, 1.3 * cpu_up_us)
+        # Bounded memory: the agent drops what it cannot send; a few MiB of slack for the host's own
+        # allocator and the page cache of its libraries.
+        self.assertLess(rss_end - rss_start, 8 * 1024)
+        # Drops counted, and stored with their window.
+        self.assertGreater(agent["drops_send_failed"], 0)
+        self.assertTrue(windows, "no drop window stored")
+        for reason in ("queue_full", "send_failed", "encode_failed"):  # the agent's own windows
+            self.assertEqual(sum(w["count"] for w in windows if w["reason"] == reason), agent["drops_" + reason],
+                             reason)
+        for w in windows:
+            self.assertTrue(w["closed"], w)
+            self.assertLessEqual(w["first_unix_ns"], w["last_unix_ns"])
+            # Inside the outage: from the stop (the collector drains a while first) to shortly after the
+            # restart (the agent tries to reconnect every 100 ms).
+            self.assertGreaterEqual(w["first_unix_ns"], int(t_stop_asked * 1e9), w)
+            self.assertLessEqual(w["last_unix_ns"], int((t_up_again + 1.0) * 1e9), w)
+        send_failed = [w for w in windows if w["reason"] == "send_failed"]
+        # Most of the outage is covered by the window (not just a blip at its start).
+        self.assertGreater(max(w["last_unix_ns"] for w in send_failed) / 1e9 - t_down, 0.8 * DOWN)
+        report = json.loads(subprocess.run([TXRAY, "report", "--db", c.db, "--format", "json"], check=True,
+                                           capture_output=True, text=True).stdout)
+        self.assertEqual(report["summary"]["dropped_transactions"], dropped + in_flight)
+        shown = show_json(c.db, "--drops")
+        self.assertEqual(sorted((j["seq"], j["reason"], j["count"]) for j in shown if j["pid"] == server.pid),
+                         sorted((w["seq"], w["reason"], w["count"]) for w in windows))
+        # Resumes by itself.
+        self.assertIsNotNone(first_after, "nothing stored after the restart")
+        self.assertLess(first_after / 1e9 - t_restart, 2.0)
+        answered_after = served - max(n for t, n in timeline if t / 1e9 <= t_up_again)
+        self.assertGreaterEqual(stored_after, 0.9 * answered_after)
+        # Accounting, exact: every request answered was stored, dropped by the agent (counted), or lost in
+        # flight (found by the collector from the agent's count of what it sent; a few batches' worth:
+        # what sat in the connection when the collector closed it).
+        self.assertEqual(stored + dropped + in_flight, served)
+        self.assertLessEqual(in_flight, max(500, served // 100))
