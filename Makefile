@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test package soak demo bench clean
+.PHONY: all deps configure build test package soak fuzz demo bench clean
 
 all: build
 
@@ -30,6 +30,11 @@ package: build
 # Long variants of the hostile-conditions tests (docs/reliability.md): e.g. 200 collector kill -9s.
 soak: build
 	bash scripts/soak.sh $(BUILD_DIR)
+
+# Long runs of every libFuzzer target (the agent's parsers, the collector's decoder): FUZZ_SECONDS each
+# (default 600), FUZZ_JOBS at a time, corpora kept in $(BUILD_DIR)/fuzz-corpus between runs.
+fuzz: build
+	bash scripts/fuzz.sh $(BUILD_DIR)
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)

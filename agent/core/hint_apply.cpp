@@ -57,6 +57,11 @@ bool apply(const Message& m, char* reply, size_t cap) {
       return ok;
     }
     case 'C': {
+      // A handle the reply cannot hold would keep its request captured with nobody able to release it.
+      if (cap < 17) {
+        put(reply, cap, "NO");
+        return false;
+      }
       Transaction* t = m.fd >= 0 ? attr::resolve(ReqRef{m.fd, m.token}) : attr::current();
       uint64_t h = attr::capture(t);
       put_hex(reply, cap, h);

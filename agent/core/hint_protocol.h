@@ -15,7 +15,7 @@
 //   U                       the board goes away
 //
 // Tokens and handles are 16 lowercase hex digits ("0000000000000000": none). The parser is pure (no
-// state, no allocation) and fuzzed (tests/agent/fuzz_hint_protocol.cpp); apply() does what a parsed
+// state, no allocation) and fuzzed (tests/agent/fuzz/fuzz_hint_protocol.cpp); apply() does what a parsed
 // message says.
 #pragma once
 

@@ -61,6 +61,15 @@ bool ends_with_http1(std::string_view line) {
   return v == " HTTP/1.1" || v == " HTTP/1.0";
 }
 
+// A whole request line "METHOD SP target SP HTTP/1.x" (without its line end): what the tracker follows,
+// and so the only line after which a header is inserted.
+bool is_request_line(std::string_view line) {
+  line = trim(line);
+  size_t sp1 = line.find(' ');
+  size_t sp2 = line.rfind(' ');
+  return sp1 != std::string_view::npos && sp2 > sp1 && ends_with_http1(line);
+}
+
 // Whether the header lines at the start of p (up to the blank line) include a traceparent header.
 bool head_has_traceparent(const char* p, size_t n) {
   size_t i = 0;
@@ -104,12 +113,15 @@ size_t HttpClientTracker::insert_point(const char* buf, size_t n) const {
   size_t at = static_cast<size_t>(nl - buf) + 1;
   // The request line must really be HTTP/1.x ("GET key\r\n" is a Redis inline command).
   std::string_view line(buf, at - 1);
+  // The same test the tracker makes of the line it collects (cut at kMaxLine): a header is inserted only
+  // into a request the tracker follows (agent.fuzz_http_outbound found "GET HTTP/1.1" and 5,000-byte
+  // lines taken here and given up there).
   if (req_ == Req::kLine) {
     if (req_line_.size() + line.size() > kMaxLine) return kNoInsert;
     std::string whole = req_line_;
     whole.append(line);
-    if (!ends_with_http1(whole)) return kNoInsert;
-  } else if (!ends_with_http1(line)) {
+    if (!is_request_line(whole)) return kNoInsert;
+  } else if (line.size() > kMaxLine || !is_request_line(line)) {
     return kNoInsert;
   }
   if (head_has_traceparent(buf + at, n - at)) return kNoInsert;
@@ -266,12 +278,12 @@ void HttpClientTracker::on_sent_opaque(uint64_t n, HttpClientSink& sink) {
 
 void HttpClientTracker::request_line(HttpClientSink& sink) {
   std::string_view line = trim(req_line_);
-  size_t sp1 = line.find(' ');
-  size_t sp2 = line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp2 <= sp1 || !ends_with_http1(line)) {
+  if (!is_request_line(line)) {
     give_up(sink, "not HTTP/1.x");
     return;
   }
+  size_t sp1 = line.find(' ');
+  size_t sp2 = line.rfind(' ');
   method_.assign(line.substr(0, sp1));
   target_.assign(trim(line.substr(sp1 + 1, sp2 - sp1 - 1)));
   req_ = Req::kHeaders;
@@ -479,10 +491,18 @@ std::string http_call_url(std::string_view scheme, std::string_view host, std::s
   // absolute-form ("http://h/p"), or any URL with a scheme such as curl's effective URL
   size_t sep = target.find("://");
   bool absolute = !target.empty() && target[0] != '/' && sep != std::string_view::npos &&
-                  target.find('/') == sep + 1;
+                  target.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.") == sep;
   std::string_view path = target;
+  // authority-form, what CONNECT writes ("example.com:443"): the target names the place, with no path
+  bool authority = !absolute && !target.empty() && target[0] != '/' &&
+                   target.find_first_of("/?") == std::string_view::npos && target.find(':') != std::string_view::npos;
+  if (authority) {
+    url.append(scheme).append("://").append(target);
+    return url;
+  }
   if (absolute) {
-    size_t slash = target.find('/', target.find("//") + 2);
+    // the authority ends at the path or, with no path, at the query ("http://h?token=x")
+    size_t slash = target.find_first_of("/?", target.find("//") + 2);
     if (slash == std::string_view::npos) slash = target.size();
     url.append(target.substr(0, slash));
     path = target.substr(slash);

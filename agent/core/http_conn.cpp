@@ -3,11 +3,13 @@
 #include <cstdio>
 
 #include "attribution.h"
+#include "traceparent.h"
 #include "transaction.h"
 
 namespace txray {
 
 void HttpConn::reset(std::string_view client, int fd_) {
+  if (tx) on_close();  // the previous connection on this number ended unseen: its request ends now
   client_addr.assign(client);
   fd = fd_;
   seq = 0;
@@ -63,11 +65,11 @@ void HttpConn::try_begin() {
     if (!head.host.empty()) tx->attrs.push_back({"host", head.host.substr(0, 256)});
     if (!head.user_agent.empty()) tx->attrs.push_back({"user_agent", head.user_agent});
     if (!head.traceparent.empty()) {
-      uint8_t trace[16];
-      uint64_t parent = 0;
-      if (http::parse_traceparent(head.traceparent, trace, &parent)) {
-        for (int i = 0; i < 16; ++i) tx->trace_id[i] = trace[i];
-        tx->parent_span_id = parent;
+      // The one parser of the value (traceparent.h), which follows the spec's rules for receivers.
+      TraceParent tp;
+      if (parse_traceparent(head.traceparent, tp)) {
+        for (int i = 0; i < 16; ++i) tx->trace_id[i] = tp.trace_id[i];
+        tx->parent_span_id = tp.parent_id;
       }
     }
     ++seq;
@@ -104,12 +106,14 @@ void HttpConn::on_write_opaque(uint64_t n) {
 }
 
 void HttpConn::on_close() {
+  // First: finish() begins the next pipelined request, and none may begin on a closed connection (it
+  // was never ended: a leaked transaction per close; found by agent.fuzz_http_inbound).
+  watching = false;
+  buf.clear();
   if (tx) {
     if (resp.until_close()) finish(resp.status(), nullptr);
     else finish(resp.status(), "connection closed before the response was complete");
   }
-  watching = false;
-  buf.clear();
 }
 
 void HttpConn::finish(int status, const char* error) {

@@ -11,7 +11,7 @@ int HeaderInjector::gather(const iovec* prog, int iovcnt, size_t at, std::string
   int k = 0;
   if (pending_len_) out[k++] = {pending_, pending_len_};
   line_len_ = std::min(line.size(), kMaxLine);
-  std::memcpy(line_, line.data(), line_len_);
+  if (line_len_) std::memcpy(line_, line.data(), line_len_);  // an empty view may have no data (UB for memcpy)
   at_ = line_len_ ? at : kNoInsert;
   prog_len_ = 0;
   inserted_ = false;

@@ -107,7 +107,7 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   std::string_view line = first_line(head);
   size_t sp1 = line.find(' ');
   size_t sp2 = line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp2 == sp1) return false;
+  if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == sp1) return false;  // no method: not a request
   std::string_view version = line.substr(sp2 + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
   out->method.assign(line.substr(0, sp1));
@@ -152,28 +152,6 @@ bool parse_response_head(std::string_view head, ResponseHead* out) {
     }
   });
   return ok;
-}
-
-bool parse_traceparent(std::string_view v, uint8_t trace_id[16], uint64_t* parent_span_id) {
-  v = trim(v);
-  if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return false;
-  if (v.substr(0, 2) == "ff") return false;
-  bool nonzero = false;
-  for (int i = 0; i < 16; ++i) {
-    int hi = hexval(v[3 + 2 * i]), lo = hexval(v[4 + 2 * i]);
-    if (hi < 0 || lo < 0) return false;
-    trace_id[i] = uint8_t(hi * 16 + lo);
-    nonzero |= trace_id[i] != 0;
-  }
-  uint64_t span = 0;
-  for (int i = 0; i < 16; ++i) {
-    int h = hexval(v[36 + i]);
-    if (h < 0) return false;
-    span = span * 16 + uint64_t(h);
-  }
-  if (!nonzero || span == 0) return false;
-  *parent_span_id = span;
-  return true;
 }
 
 void BodyFramer::reset(Mode m, uint64_t length) {

@@ -39,9 +39,6 @@ struct ResponseHead {
 };
 bool parse_response_head(std::string_view head, ResponseHead* out);
 
-// Parses a W3C traceparent "00-<32 hex>-<16 hex>-<2 hex>". False when malformed or all-zero ids.
-bool parse_traceparent(std::string_view v, uint8_t trace_id[16], uint64_t* parent_span_id);
-
 // Counts the bytes of one message body as it passes by, in pieces of any size.
 class BodyFramer {
  public:

@@ -51,7 +51,7 @@ void BindList::set(int index, BindType type, std::string_view raw, TextMode mode
 }
 
 void BindList::clear() {
-  if (slots_.empty()) return;
+  if (slots_.empty() && total_ == 0) return;  // (only indices past kMaxRecorded bound: no slots, a total)
   slots_.clear();
   total_ = 0;
   text_.clear();
@@ -69,7 +69,7 @@ const std::string& BindList::text() {
     const Slot& s = slots_[i];
     text_ += s.raw.empty() || s.type == BindType::unset ? bind_type_name(s.type) : s.raw;
   }
-  if (total_ > kMaxRecorded) text_ += ", ...";
+  if (total_ > kMaxRecorded) text_ += text_.empty() ? "..." : ", ...";
   return text_;
 }
 

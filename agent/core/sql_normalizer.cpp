@@ -32,7 +32,10 @@ class Normalizer {
   explicit Normalizer(const std::vector<Token>& t) : t_(t) { out_.reserve(t.size()); }
 
   std::vector<Out> run() {
-    size_t values_last = npos, values_resume = npos;
+    // Multi-row VALUES being shortened: where each first row ends and where to go on after its other
+    // rows. Nested (a VALUES inside the first row of another) the inner one is shortened too, so that the
+    // masked text shortens to itself.
+    std::vector<std::pair<size_t, size_t>> values;  // (last token of the first row, resume index)
     for (size_t i = 0; i < t_.size();) {
       const Token& tok = t_[i];
       if ((word_is(tok, "in") && i + 1 < t_.size() && is_punct(t_[i + 1], "(")) ||
@@ -49,7 +52,7 @@ class Normalizer {
           continue;
         }
       }
-      if (values_last == npos && word_is(tok, "values") && i + 1 < t_.size() && is_punct(t_[i + 1], "(")) {
+      if (word_is(tok, "values") && i + 1 < t_.size() && is_punct(t_[i + 1], "(")) {
         size_t first_close = group_end(i + 1);
         size_t last_close = first_close;
         while (last_close != npos && last_close + 2 < t_.size() && is_punct(t_[last_close + 1], ",") &&
@@ -58,19 +61,16 @@ class Normalizer {
           if (next == npos) break;
           last_close = next;
         }
-        if (first_close != npos && last_close != first_close) {
-          values_last = first_close;
-          values_resume = last_close + 1;
-        }
+        if (first_close != npos && last_close != first_close) values.push_back({first_close, last_close + 1});
       }
       emit(tok);
-      if (i == values_last) {  // end of the first row of a multi-row VALUES: skip the other rows
+      if (!values.empty() && i == values.back().first) {  // end of a first row: skip the other rows
         out_.push_back({TokenKind::punct, false, ","});
         out_.push_back({TokenKind::punct, true, "."});
         out_.push_back({TokenKind::punct, false, "."});
         out_.push_back({TokenKind::punct, false, "."});
-        i = values_resume;
-        values_last = values_resume = npos;
+        i = values.back().second;
+        values.pop_back();
         continue;
       }
       ++i;

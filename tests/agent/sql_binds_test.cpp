@@ -70,6 +70,18 @@ TEST(BindList, ManyParametersAreCapped) {
   EXPECT_EQ(b.text(), t);
 }
 
+// Found by agent.fuzz_sql_binds: a statement bound only past the 64th parameter read ", ..." and kept it
+// after sqlite3_clear_bindings (clear() returned early: no slots).
+TEST(BindList, OnlyParametersPastTheCapAreListedAndCleared) {
+  BindList b;
+  b.set(BindList::kMaxRecorded + 5, BindType::text, {}, TextMode::mask);
+  EXPECT_EQ(b.text(), "...");
+  b.clear();
+  EXPECT_EQ(b.text(), "");
+  b.set(1, BindType::integer, {}, TextMode::mask);
+  EXPECT_EQ(b.text(), "int");
+}
+
 TEST(QuoteValue, EscapesAndCuts) {
   EXPECT_EQ(quote_value("a'b", 64), "'a''b'");
   EXPECT_EQ(quote_value(std::string(100, 'x'), 20), "'" + std::string(17, 'x') + "...'");

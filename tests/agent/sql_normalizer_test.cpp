@@ -63,6 +63,10 @@ const Case kCases[] = {
     {"number_glued_to_word", "SELECT 123abc, 0xFFZZ", "SELECT ?, ?"},
     {"pg_operators", "SELECT a->>'k', b @> '{1}', c <> 1, d != -2 FROM t",
      "SELECT a->>?, b @> ?, c <> ?, d != ? FROM t"},
+    // found by agent.fuzz_sql_normalize: the inner VALUES was kept whole the first time and shortened when
+    // the masked text was masked again (another text, another fingerprint)
+    {"nested_multi_row_values", "INSERT INTO t VALUES ((SELECT max(x) FROM (VALUES (1), (2), (3)) v), 4), (5, 6)",
+     "INSERT INTO t VALUES ((SELECT max(x) FROM (VALUES (?), ...) v), ?), ..."},
     {"limit_offset", "SELECT * FROM t LIMIT 10 OFFSET -0", "SELECT * FROM t LIMIT ? OFFSET ?"},
     {"multi_statement", "BEGIN; UPDATE t SET a = 1 WHERE id = 2; COMMIT;",
      "BEGIN; UPDATE t SET a = ? WHERE id = ?; COMMIT;"},
@@ -173,6 +177,13 @@ namespace {
 // Random "token soup" over the characters that matter to the lexer: never a crash, the text bounded,
 // and masking is idempotent (masked text masks to itself, with the same fingerprint), so the agent never
 // shows a text that would fingerprint differently from what it stands for.
+TEST(Normalize, NestedMultiRowValuesAreIdempotent) {
+  Normalized a = normalize("INSERT INTO t VALUES ((SELECT max(x) FROM (VALUES (1), (2), (3)) v), 4), (5, 6)");
+  Normalized b = normalize(a.text);
+  EXPECT_EQ(b.text, a.text);
+  EXPECT_EQ(b.fingerprint, a.fingerprint);
+}
+
 TEST(Normalize, RandomInputIsHandledAndIdempotent) {
   static const char* const kPieces[] = {"'", "\"", "`", "$", "$$", "$t$", "-", "--", "+", "/", "*", "/*", "*/", ".",
                                         ",", "(", ")", "[", "]", "0", "7", "1.5", "e", "E", "x", "X", "b", "N",

@@ -180,6 +180,23 @@ TEST_F(AttributionTest, HintsReplaceWindowsAndNameRequestsByToken) {
   EXPECT_EQ(count(sent("GET /b"), StepKind::SQL), 0);
 }
 
+// agent.fuzz_hint_apply: "C" written with a buffer too short for the reply captured the request anyway;
+// the program never saw the handle, so nothing could release it and the request was held captured.
+TEST_F(AttributionTest, CaptureWhoseHandleCannotBeRepliedIsNotMade) {
+  on_thread([] {
+    Transaction* a = request(809, "/c");
+    ASSERT_TRUE(a);
+    char buf[hint::kBufferSize];
+    snprintf(buf, sizeof buf, "C809:%016llx", (unsigned long long)a->txid);
+    hint::Message m;
+    ASSERT_TRUE(hint::parse(buf, sizeof buf, &m));
+    EXPECT_FALSE(hint::apply(m, buf, 8));  // the program's buffer: 8 bytes, no room for a handle
+    EXPECT_STREQ(buf, "NO");
+    respond(809);
+  });
+  EXPECT_NE(sent("GET /c"), nullptr);  // ended and handed on, not held by a capture
+}
+
 TEST_F(AttributionTest, OutboundHintNamesTheCallsRequest) {
   on_thread([] {
     Transaction* a = request(807, "/a");

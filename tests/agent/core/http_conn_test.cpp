@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -162,6 +163,46 @@ TEST_F(HttpConnTest, InboundTraceparentSetsTheTraceContext) {
   ASSERT_NE(conn.tx, nullptr);
   EXPECT_EQ(conn.tx->parent_span_id, 0xb7ad6b7169203331ull);
   EXPECT_EQ(conn.tx->trace_id[0], 0x0a);
+}
+
+// Found by agent.fuzz_http_inbound (LeakSanitizer): closing a connection with a pipelined request waiting
+// ended the current transaction and then began one for the waiting request, which nothing ever ended.
+TEST_F(HttpConnTest, CloseWithAPipelinedRequestWaitingBeginsNothing) {
+  read(kReq + kReq);
+  ASSERT_NE(conn.tx, nullptr);
+  conn.on_close();
+  EXPECT_EQ(conn.tx, nullptr);
+  ASSERT_EQ(Collected::txs.size(), 1u);
+  EXPECT_EQ(Collected::txs[0]->error, "connection closed before the response was complete");
+}
+
+// A new connection on the same descriptor number whose close was not seen ends the old one's request.
+TEST_F(HttpConnTest, ResetEndsTheRequestOfTheConnectionBefore) {
+  read(kReq);
+  ASSERT_NE(conn.tx, nullptr);
+  conn.reset("10.0.0.8:6000", 9);
+  EXPECT_EQ(conn.tx, nullptr);
+  EXPECT_EQ(Collected::txs.size(), 1u);
+}
+
+// Values the W3C rules tell a receiver to ignore start a new trace. The inbound side had a parser of its
+// own that took all of these (found by agent.fuzz_traceparent comparing it with traceparent.h's).
+TEST_F(HttpConnTest, MalformedInboundTraceparentStartsANewTrace) {
+  for (const char* v : {"00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01",  // upper case
+                        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra",  // v00 is 55 chars
+                        "zz-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",  // version not hex
+                        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-xx",  // flags not hex
+                        "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+                        "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"}) {
+    conn.reset("10.0.0.7:5555");
+    read(std::string("GET / HTTP/1.1\r\ntraceparent: ") + v + "\r\n\r\n");
+    ASSERT_NE(conn.tx, nullptr) << v;
+    EXPECT_EQ(conn.tx->parent_span_id, 0u) << v;
+    const uint8_t theirs[16] = {0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd,
+                                0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c};
+    EXPECT_NE(memcmp(conn.tx->trace_id, theirs, 16), 0) << v;
+    conn.on_close();
+  }
 }
 
 // Many requests and responses of every framing on one keep-alive connection, cut at random points:

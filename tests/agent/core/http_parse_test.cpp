@@ -33,12 +33,14 @@ TEST(HttpParse, RequestHeadFields) {
   EXPECT_EQ(h.query, "x=1&y=2");
   EXPECT_EQ(h.host, "example");
   EXPECT_EQ(h.user_agent, "curl/7.88");
-  uint8_t trace[16];
-  uint64_t parent = 0;
-  ASSERT_TRUE(parse_traceparent(h.traceparent, trace, &parent));
-  EXPECT_EQ(trace[0], 0x4b);
-  EXPECT_EQ(trace[15], 0x36);
-  EXPECT_EQ(parent, 0x00f067aa0ba902b7ull);
+  EXPECT_EQ(h.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+}
+
+// agent.fuzz_http_inbound: a line starting with a space parsed as a request with an empty method (the
+// connection tracker asks looks_like_request first, which refuses it; the parser now refuses it too).
+TEST(HttpParse, RequestLineWithoutMethodIsRefused) {
+  RequestHead h;
+  EXPECT_FALSE(parse_request_head(" / HTTP/1.1\r\n\r\n", &h));
 }
 
 TEST(HttpParse, HeadEndFoundAcrossSplitPieces) {
@@ -57,14 +59,6 @@ TEST(HttpParse, RecognizesHttpAndRejectsOtherProtocols) {
   EXPECT_EQ(looks_like_request("PRI * HTTP/2.0\r\n"), -1);            // HTTP/2 preface
   EXPECT_EQ(looks_like_request("get / HTTP/1.1\r\n"), -1);            // methods are upper case
   EXPECT_EQ(looks_like_request("SSH-2.0-OpenSSH_9.2\r\n"), -1);
-}
-
-TEST(HttpParse, MalformedTraceparentIsRejected) {
-  uint8_t t[16];
-  uint64_t p;
-  EXPECT_FALSE(parse_traceparent("00-00000000000000000000000000000000-00f067aa0ba902b7-01", t, &p));
-  EXPECT_FALSE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", t, &p));
-  EXPECT_FALSE(parse_traceparent("garbage", t, &p));
 }
 
 TEST(HttpParse, ContentLengthResponseInEveryPieceSize) {

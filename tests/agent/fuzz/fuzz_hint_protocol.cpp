@@ -14,7 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<char> buf(data, data + size);
   txray::hint::Message m;
   bool ok = txray::hint::parse(buf.data(), size, &m);
-  if (ok && !strchr("HRELOCAD", m.op)) abort();
-  if (ok && m.op != 'H' && m.op != 'L' && m.op != 'A' && m.op != 'D' && !(m.op == 'C' && m.fd < 0) && m.fd < 0) abort();
+  if (ok && (m.op == 0 || !strchr("HRELOCADBU", m.op))) abort();
+  // R E O name a descriptor; C may (or means the thread's request); H L A D B U name none.
+  if (ok && strchr("REO", m.op) && m.fd < 0) abort();
+  if (ok && m.op == 'O' && m.req_fd < 0) abort();
+  if (ok && m.op == 'B' && m.n == 0) abort();  // a board has slots
   return 0;
 }

@@ -305,6 +305,15 @@ TEST(HttpClient, InsertPoint) {
   EXPECT_EQ(t.insert_point("X: y\r\n", 6), HttpClientTracker::kNoInsert);
 }
 
+// Found by agent.fuzz_http_outbound: insert_point took lines the tracker then refused as not HTTP/1.x.
+TEST(HttpClientInsert, OnlyIntoRequestLinesTheTrackerFollows) {
+  HttpClientTracker t;
+  for (std::string line : {std::string("GET HTTP/1.1\r\n"), "GET /" + std::string(5000, 'a') + " HTTP/1.1\r\n"})
+    EXPECT_EQ(t.insert_point(line.data(), line.size()), HttpClientTracker::kNoInsert) << line.substr(0, 20);
+  std::string ok = "GET / HTTP/1.1\r\n";
+  EXPECT_EQ(t.insert_point(ok.data(), ok.size()), ok.size());
+}
+
 TEST(HttpClientUrl, BuildsAndMasks) {
   EXPECT_EQ(http_call_url("http", "api:8080", "/items/7?q=secret&page=2&flag", "", true),
             "http://api:8080/items/7?q=?&page=?&flag");
@@ -312,6 +321,11 @@ TEST(HttpClientUrl, BuildsAndMasks) {
   EXPECT_EQ(http_call_url("http", "", "/a", "127.0.0.1:9000", true), "http://127.0.0.1:9000/a");
   EXPECT_EQ(http_call_url("http", "proxy", "http://example.com/x?k=v", "", true), "http://example.com/x?k=?");
   EXPECT_EQ(http_call_url("https", "h", "/", "", true), "https://h/");
+  // absolute-form with no path: the query was taken for part of the host, unmasked (agent.fuzz_http_outbound)
+  EXPECT_EQ(http_call_url("http", "proxy", "http://example.com?token=abc&x=1", "", true),
+            "http://example.com?token=?&x=?");
+  // CONNECT's authority-form target (seen in agent.fuzz_http_outbound's seed: "http://example.com:443example.com:443")
+  EXPECT_EQ(http_call_url("http", "example.com:443", "example.com:443", "", true), "http://example.com:443");
 }
 
 TEST(HttpClientDetect, MethodsAndPrefixes) {
