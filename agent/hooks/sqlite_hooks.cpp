@@ -13,6 +13,9 @@
 // nests under it; rows and fetch time are added to it when the execution ends (SQLITE_DONE, an error,
 // sqlite3_reset or sqlite3_finalize). sqlite3_exec is one row for its whole text (rows = callback rows).
 // A prepare that fails (syntax error, no such table) is a failed SQL row of its own.
+// Connections: sqlite3_open / sqlite3_open_v2 are DB_CONNECT rows (text sqlite:<file>). SQLite reads the
+// schema lazily, in the first prepare on a new connection, so that prepare is a second DB_CONNECT row
+// ("… (schema)"): what a service that opens a connection per request pays beyond the open.
 // The hooks hold the sql family guard while libsqlite3 runs, so statements it runs on its own behalf
 // (schema parsing via sqlite3_exec, PITFALLS 2) are not rows.
 #include <sqlite3.h>
@@ -203,21 +206,109 @@ void failed_prepare(sqlite3* db, const char* text, int n, int rc, uint64_t elaps
   rec::add_totals(tx, {.sql_ns = elapsed, .sql_count = 1});
 }
 
+// Connections opened on this thread whose schema is not read yet (their first prepare will): a few
+// per thread, the oldest forgotten; a connection first used on another thread gets no schema row.
+struct FreshConnection {
+  sqlite3* db = nullptr;
+  char label[120] = "";
+};
+constexpr int kFresh = 8;
+thread_local FreshConnection t_fresh[kFresh];
+thread_local unsigned t_fresh_next = 0;
+
+void forget_fresh(sqlite3* db) {
+  for (auto& f : t_fresh)
+    if (f.db == db) f.db = nullptr;
+}
+
+// sqlite3_open / sqlite3_open_v2: a DB_CONNECT row around the real call.
+template <typename Call>
+int open_hook(const char* filename, sqlite3** out, Call call) {
+  HookGuard guard(HookFamily::sql);
+  if (!guard) return call();
+  Transaction* tx = rec::current();
+  StepRef step = tx ? rec::open(tx, StepKind::DB_CONNECT) : StepRef{};
+  int rc = call();
+  SaveErrno keep;
+  sqlite3* db = out ? *out : nullptr;
+  char label[sizeof FreshConnection::label];
+  snprintf(label, sizeof label, "sqlite:%s", filename && *filename ? filename : "(temporary)");
+  if (db) {
+    forget_fresh(db);
+    FreshConnection& f = t_fresh[t_fresh_next++ % kFresh];
+    f.db = db;
+    memcpy(f.label, label, sizeof label);
+  }
+  if (!tx) return rc;
+  rec::set_text(step, label);
+  rec::add_attr(step, "database", filename ? filename : "");
+  if (rc != SQLITE_OK) fail(tx, step, db, rc);
+  rec::close(step);
+  return rc;
+}
+
 // Every prepare variant: the real call with the sql guard held (so the library's own nested prepares
-// are not seen), then the statement is remembered, or the failure recorded.
+// are not seen), then the statement is remembered, or the failure recorded. The first prepare on a
+// connection opened on this thread also read its schema: a DB_CONNECT row of that time.
 template <typename Call>
 int prepare_hook(sqlite3* db, const char* utf8_text, int n, sqlite3_stmt** out, Call call) {
   HookGuard guard(HookFamily::sql);
   if (!guard) return call();
+  StepRef schema;
+  if (db)
+    for (auto& f : t_fresh) {
+      if (f.db != db) continue;
+      f.db = nullptr;
+      if (Transaction* tx = rec::current()) {
+        schema = rec::open(tx, StepKind::DB_CONNECT);
+        char text[sizeof f.label + 16];
+        snprintf(text, sizeof text, "%s (schema)", f.label);
+        rec::set_text(schema, text);
+      }
+      break;
+    }
   uint64_t t0 = rec::now_ns();
   int rc = call();
+  uint64_t t1 = rec::now_ns();
   SaveErrno keep;
+  if (schema) {
+    rec::add_attr(schema, "what", "schema read by the connection's first prepare");
+    rec::close(schema);
+  }
   if (rc == SQLITE_OK && out && *out) (void)remember(*out);
-  else if (rc != SQLITE_OK) failed_prepare(db, utf8_text, n, rc, rec::now_ns() - t0);
+  else if (rc != SQLITE_OK) failed_prepare(db, utf8_text, n, rc, t1 - t0);
   return rc;
 }
 
 }  // namespace
+
+// --- connections ---------------------------------------------------------------------------------------
+
+extern "C" int sqlite3_open(const char* filename, sqlite3** out) {
+  auto real = TXRAY_REAL(sqlite3_open, kLib);
+  if (!real) return SQLITE_MISUSE;
+  return open_hook(filename, out, [&] { return real(filename, out); });
+}
+
+extern "C" int sqlite3_open_v2(const char* filename, sqlite3** out, int flags, const char* vfs) {
+  auto real = TXRAY_REAL(sqlite3_open_v2, kLib);
+  if (!real) return SQLITE_MISUSE;
+  return open_hook(filename, out, [&] { return real(filename, out, flags, vfs); });
+}
+
+extern "C" int sqlite3_close(sqlite3* db) {
+  auto real = TXRAY_REAL(sqlite3_close, kLib);
+  if (!real) return SQLITE_MISUSE;
+  forget_fresh(db);
+  return real(db);
+}
+
+extern "C" int sqlite3_close_v2(sqlite3* db) {
+  auto real = TXRAY_REAL(sqlite3_close_v2, kLib);
+  if (!real) return SQLITE_MISUSE;
+  forget_fresh(db);
+  return real(db);
+}
 
 // --- prepare family ------------------------------------------------------------------------------------
 

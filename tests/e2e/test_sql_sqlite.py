@@ -79,6 +79,26 @@ class SqliteShell(TxrayTestCase):
         self.assertEqual(len({s["fingerprint"] for s in steps}), len(steps))
         self.assertEqual(tx["error"], "")
 
+    def test_open_is_a_db_connect_row_and_the_first_prepare_reads_the_schema(self):
+        """sqlite3_open_v2 is a DB_CONNECT row; SQLite reads the schema in the connection's first prepare,
+        which is a second DB_CONNECT row ("(schema)"), before the first SQL row."""
+        db = os.path.join(self.tmp, "c.db")
+        subprocess.run([SQLITE3, db, "CREATE TABLE t(x); INSERT INTO t VALUES (7);"], env=bare_env(), check=True)
+        with Collector(self.tmp) as col:
+            r = subprocess.run([SQLITE3, db, "SELECT x FROM t;"], env=agent_env(col.endpoint, mode="process"),
+                               capture_output=True, text=True, timeout=60)
+            wait_transactions(col.db, 1)
+        self.assertEqual((r.returncode, r.stdout), (0, "7\n"), r.stderr)
+        [tx] = show_json(col.db, "--last", "10")
+        check_sums(self, tx)
+        kinds = [(s["kind"], s["text"]) for s in tx["steps"] if s["kind"] in ("DB_CONNECT", "SQL")]
+        self.assertEqual(kinds[:3], [("DB_CONNECT", f"sqlite:{db}"), ("DB_CONNECT", f"sqlite:{db} (schema)"),
+                                     ("SQL", "SELECT x FROM t;")])
+        for s in tx["steps"]:
+            if s["kind"] == "DB_CONNECT":
+                self.assertEqual(s["error"], "")
+                self.assertGreater(s["elapsed_ns"], 0)
+
     def test_failing_statement_is_a_failed_step_and_fails_the_transaction(self):
         script = ("CREATE TABLE t(id INTEGER PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
                   "INSERT INTO t VALUES (1);\nSELECT * FROM missing_table;\nSELECT count(*) FROM t;\n")
