@@ -155,8 +155,8 @@ function install() {
   // 3. anything else (a timer, another call's callback, a stream event): AsyncLocalStorage, entered at
   //    each request's start, whose hook on every async resource (promises included, through Node's
   //    async_hooks machinery) is most of what the shim costs.
-  // 3 (and 2) run from the start. Once PROOF calls in a row were found by 1 or 2, AsyncLocalStorage stops
-  // (and the promise hooks too if no call needed them). The first call only AsyncLocalStorage could have
+  // 3 (and 2) run from the start. Once PROOF calls were found by 1 or 2, or requests finished, while no
+  // call needed 3, AsyncLocalStorage stops (and the promise hooks too if no call needed them). The first call only AsyncLocalStorage could have
   // found after that starts it again for good: that call, and the later calls of requests that started
   // while it was off, go to the unattributed steps (the agent never guesses on a thread that gives
   // hints) — never to another request. A stale context (its request over, or the next one on the same
@@ -235,20 +235,30 @@ function install() {
     if (alsOn) als.enterWith(ctx);
   }));
 
+  // One more piece of evidence that AsyncLocalStorage is not needed: a call found without it, or a
+  // request that finished while no call ever needed it.
+  function proof() {
+    if (!alsOn || alsPinned || ++proven < PROOF) return;
+    alsOn = false;
+    als.disable();
+    if (!promisesUsed && stopPromiseHooks !== null) {
+      stopPromiseHooks();
+      stopPromiseHooks = null;
+    }
+    try { finished.unsubscribe(onFinish); } catch { /* stays subscribed: proof() returns at once */ }
+  }
+  const finished = dc.channel('http.server.response.finish');
+  const onFinish = guarded(() => proof());
+  finished.subscribe(onFinish);
+  subscriptions.push([finished, onFinish]);
+
   // The context of the request a call made now belongs to, or null.
   function callContext() {
     const inPromise = stopPromiseHooks !== null && promiseDepth > 0;
     const ctx = inPromise ? promiseContext : handlerContext();
     if (ctx !== null) {
       if (inPromise) promisesUsed = true;
-      if (alsOn && !alsPinned && ++proven >= PROOF) {
-        alsOn = false;
-        als.disable();
-        if (!promisesUsed && stopPromiseHooks !== null) {
-          stopPromiseHooks();
-          stopPromiseHooks = null;
-        }
-      }
+      proof();
       return ctx;
     }
     alsPinned = true;
