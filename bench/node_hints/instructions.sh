@@ -66,9 +66,9 @@ count() {  # $1 = mode, $2 = variant; prints instructions per request of the eve
   local pid=$!
   local port; port=$(wait_line "$WORK/server.out")
   python3 "$WORK/client.py" "$port" "$WARMUP" w
-  callgrind_control -z $pid >/dev/null
+  callgrind_control -z $pid >/dev/null 2>&1
   python3 "$WORK/client.py" "$port" "$REQUESTS" m
-  callgrind_control -d $pid >/dev/null
+  callgrind_control -d $pid >/dev/null 2>&1
   sleep 1
   kill $pid 2>/dev/null || true
   wait $pid 2>/dev/null || true
