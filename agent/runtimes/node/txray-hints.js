@@ -156,16 +156,16 @@ function install() {
   //    each request's start, whose hook on every async resource (promises included, through Node's
   //    async_hooks machinery) is most of what the shim costs.
   // 3 (and 2) run from the start. Once PROOF calls were found by 1 or 2, or requests finished, while no
-  // call needed 3, AsyncLocalStorage stops (and the promise hooks too if no call needed them). The first call only AsyncLocalStorage could have
-  // found after that starts it again for good: that call, and the later calls of requests that started
-  // while it was off, go to the unattributed steps (the agent never guesses on a thread that gives
-  // hints) — never to another request. A stale context (its request over, or the next one on the same
+  // call needed 3, AsyncLocalStorage stops (and the promise hooks too if no call needed them). The first
+  // call only AsyncLocalStorage could have found after that starts it again for good: that call, and the
+  // later calls of requests that started while it was off, go to the unattributed steps (the agent never
+  // guesses on a thread that gives hints) — never to another request. A stale context (its request over, or the next one on the same
   // connection started) is caught by the agent, which checks n.
   const PROOF = 256;
   const als = new AsyncLocalStorage();
   let alsOn = true;          // requests enter their context at start
   let alsPinned = false;     // a call only AsyncLocalStorage could find: it stays on
-  let proven = 0;            // calls in a row found without AsyncLocalStorage
+  let proven = 0;            // calls found without AsyncLocalStorage, and requests finished
   let promisesUsed = false;  // a call was found through the promise hooks
   let serverResource = null; // the prototype of Node's HTTPServerAsyncResource
   state.propagating = () => alsOn;
