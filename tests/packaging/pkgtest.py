@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -76,24 +77,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The e2e suite's waits (no build-tree binaries in them), with the longer default a package test needs.
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
+import txraytest  # noqa: E402
+
+
 def wait_for(pred, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return txraytest.wait_for(pred, timeout, what=what)
 
 
 def wait_port(port, timeout=30.0):
-    def up():
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-    wait_for(up, timeout, what=f"port {port}")
+    txraytest.wait_port(port, timeout)
 
 
 class InstalledTree:
