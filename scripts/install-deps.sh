@@ -19,6 +19,8 @@ PKGS=(
   wrk apache2-utils git           # programs of the compatibility matrix (tests/e2e/test_compat_*.py; ab is in apache2-utils)
   chromium
   clang libclang-rt-14-dev
+  libnghttp2-dev                  # the agent's HPACK decoder for HTTP/2 (linked statically: agent/CMakeLists.txt)
+  python3-grpcio python3-grpc-tools   # the gRPC sample and tests (samples/grpc, tests/e2e/test_rpc_grpc.py)
   lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
 )
 

@@ -1,8 +1,11 @@
 #include "http_conn.h"
 
 #include <cstdio>
+#include <new>
 
 #include "attribution.h"
+#include "counters.h"
+#include "h2_conn.h"
 #include "traceparent.h"
 #include "transaction.h"
 
@@ -19,10 +22,42 @@ void HttpConn::reset(std::string_view client, int fd_) {
   req_body.reset(http::BodyFramer::Mode::none);
   tx = nullptr;
   resp.reset(false);
+  h2_active = false;
+}
+
+void HttpConn::forget_after_fork() {
+  tx = nullptr;
+  if (h2) h2->forget();
+}
+
+// The first bytes of the connection are the HTTP/2 client preface (or a prefix of it: wait for more):
+// from now on h2 follows the connection. True when buf was taken (or more bytes are needed).
+bool HttpConn::try_h2() {
+  if (seq != 0 || tx) return false;
+  int m = h2::match_preface(buf.data(), buf.size());
+  if (m < 0) return false;
+  if (m == 0) return true;
+  if (!h2) h2 = new (std::nothrow) H2Server;
+  if (!h2) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    watching = false;
+    buf.clear();
+    return true;
+  }
+  h2->reset(client_addr);
+  h2_active = true;
+  std::string first;
+  first.swap(buf);
+  if (!h2->on_read(first.data(), first.size())) watching = false;
+  return true;
 }
 
 void HttpConn::on_read(const char* p, size_t n) {
   if (!watching || n == 0) return;
+  if (h2_active) {
+    if (!h2->on_read(p, n)) watching = false;
+    return;
+  }
   if (!req_body.done()) {
     size_t used = req_body.feed(p, n);
     if (tx) tx->bytes_read += used;
@@ -37,6 +72,7 @@ void HttpConn::on_read(const char* p, size_t n) {
     return;
   }
   buf.append(p, n);
+  if (try_h2()) return;
   try_begin();
 }
 
@@ -87,6 +123,10 @@ void HttpConn::try_begin() {
 }
 
 void HttpConn::on_write(const char* p, size_t n) {
+  if (h2_active) {
+    if (watching && !h2->on_write(p, n)) watching = false;
+    return;
+  }
   while (tx && n > 0) {
     size_t used = resp.feed(p, n);
     tx->bytes_written += used;
@@ -99,6 +139,11 @@ void HttpConn::on_write(const char* p, size_t n) {
 }
 
 void HttpConn::on_write_opaque(uint64_t n) {
+  if (h2_active) {  // frames the agent cannot see: the rest of the connection cannot be followed
+    if (watching) h2->on_close();
+    watching = false;
+    return;
+  }
   if (!tx) return;
   tx->bytes_written += n;
   resp.feed_opaque(n);
@@ -110,6 +155,10 @@ void HttpConn::on_close() {
   // was never ended: a leaked transaction per close; found by agent.fuzz_http_inbound).
   watching = false;
   buf.clear();
+  if (h2_active) {
+    h2->on_close();
+    h2_active = false;
+  }
   if (tx) {
     if (resp.until_close()) finish(resp.status(), nullptr);
     else finish(resp.status(), "connection closed before the response was complete");

@@ -18,6 +18,7 @@
 namespace txray {
 
 struct Transaction;
+class H2Server;  // h2_conn.h
 
 struct HttpConn {
   // Held while one thread works on this state (see socket_events.cpp: ConnGuard). Not a mutex: a signal
@@ -32,6 +33,10 @@ struct HttpConn {
   http::BodyFramer req_body; // the body of the current request, as it is read
   Transaction* tx = nullptr; // the current request's transaction (owned by this connection)
   http::ResponseTracker resp;
+  // HTTP/2: the connection began with the client preface; every stream is its own transaction
+  // (h2_conn.h). Allocated the first time, kept for the next connection on this slot.
+  H2Server* h2 = nullptr;
+  bool h2_active = false;
 
   // A fresh connection (the slot's HttpConn is reused for the next connection on the same fd).
   void reset(std::string_view client, int fd = -1);
@@ -42,8 +47,11 @@ struct HttpConn {
   void on_write_opaque(uint64_t n);
   // The connection is closed (or shut down for writing): an unfinished response ends its transaction.
   void on_close();
+  // In a forked child: the requests in flight are the parent's.
+  void forget_after_fork();
 
  private:
+  bool try_h2();
   void try_begin();
   void finish(int status, const char* error);
 };

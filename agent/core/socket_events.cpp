@@ -283,7 +283,7 @@ void after_fork_child() {
   fds::for_each_used(0, (fds::kChunks << fds::kChunkBits) - 1, [](int, FdSlot& s) {
     if (s.kind.load(std::memory_order_relaxed) != FdKind::inbound) return;
     if (HttpConn* c = conn_of(&s)) {
-      c->tx = nullptr;     // the parent's: not ended (nor freed) here
+      c->forget_after_fork();  // the parent's: not ended (nor freed) here
       c->busy.clear();     // a parent thread that held it does not exist in the child
     }
   });
