@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "counters.h"
+#include "h2_client.h"
 #include "traceparent.h"
 #include "transaction.h"
 

@@ -40,8 +40,7 @@ void FrameReader::reset(bool preface) {
   block_.clear();
   block_.shrink_to_fit();
   fields_.fields.clear();
-  ahead_at_ = UINT64_MAX;
-  ahead_.fields.clear();
+  ahead_.clear();
 }
 
 bool FrameReader::die() {
@@ -99,12 +98,13 @@ bool FrameReader::decode_block(const char* p, size_t n, HeaderList* out, size_t*
 bool FrameReader::decode_ahead(uint64_t at, const char* frame, size_t len, const HeaderList** fields,
                                size_t* pseudo_end) {
   if (state_ == State::dead) return false;
-  if (at == ahead_at_) {
-    *fields = &ahead_;
-    *pseudo_end = ahead_pseudo_end_;
-    return true;
-  }
-  if (ahead_at_ != UINT64_MAX) return false;  // one at a time: the previous one is not read yet
+  for (const Ahead& a : ahead_)
+    if (a.at == at) {
+      *fields = &a.fields;
+      *pseudo_end = a.pseudo_end;
+      return true;
+    }
+  if (at < offset_ || (!ahead_.empty() && at < ahead_.back().at) || ahead_.size() >= kMaxAhead) return false;
   if (len < kFrameHeader) return false;
   auto* u = reinterpret_cast<const uint8_t*>(frame);
   uint32_t flen = (uint32_t(u[0]) << 16) | (uint32_t(u[1]) << 8) | u[2];
@@ -119,11 +119,13 @@ bool FrameReader::decode_ahead(uint64_t at, const char* frame, size_t len, const
   if (u[4] & PRIORITY_FLAG) start += 5;
   if (start > end) return false;
   size_t pe = 0;
-  if (!decode_block(frame + start, end - start, &ahead_, &pe)) return die();
-  ahead_at_ = at;
-  ahead_pseudo_end_ = pe ? start + pe : 0;
-  *fields = &ahead_;
-  *pseudo_end = ahead_pseudo_end_;
+  Ahead a;
+  if (!decode_block(frame + start, end - start, &a.fields, &pe)) return die();
+  a.at = at;
+  a.pseudo_end = pe ? start + pe : 0;
+  ahead_.push_back(std::move(a));
+  *fields = &ahead_.back().fields;
+  *pseudo_end = ahead_.back().pseudo_end;
   return true;
 }
 
@@ -203,7 +205,7 @@ bool FrameReader::feed(const char* p, size_t n, Handler& h) {
         size_t k = len_ - got_;
         if (k > n) k = n;
         bool keep = type_ == HEADERS || type_ == CONTINUATION || type_ == PUSH_PROMISE;
-        if (keep && !(type_ == HEADERS && frame_at_ == ahead_at_)) block_.append(p, k);
+        if (keep && !(type_ == HEADERS && !ahead_.empty() && frame_at_ == ahead_.front().at)) block_.append(p, k);
         if (type_ == RST_STREAM)
           for (size_t i = 0; i < k && got_ + i < sizeof small_; ++i) small_[got_ + i] = uint8_t(p[i]);
         got_ += uint32_t(k);
@@ -232,11 +234,13 @@ bool FrameReader::frame_done(Handler& h) {
       return true;
     case HEADERS:
     case PUSH_PROMISE: {
-      if (type_ == HEADERS && frame_at_ == ahead_at_) {
-        // Decoded ahead (decode_ahead): the inflater has seen this block already.
-        ahead_at_ = UINT64_MAX;
-        if (!(flags_ & END_HEADERS)) return die();
-        h.on_headers(stream_, ahead_, flags_ & END_STREAM, kFrameHeader + len_);
+      if (!ahead_.empty() && frame_at_ >= ahead_.front().at) {
+        // Decoded ahead (decode_ahead): the inflater has seen this block already. A frame there that is
+        // not the one decoded means the program wrote other bytes than it offered: not followed.
+        if (frame_at_ != ahead_.front().at || type_ != HEADERS || !(flags_ & END_HEADERS)) return die();
+        HeaderList fields = std::move(ahead_.front().fields);
+        ahead_.erase(ahead_.begin());
+        h.on_headers(stream_, fields, flags_ & END_STREAM, kFrameHeader + len_);
         return true;
       }
       // Strip padding and priority (HEADERS) or the promised stream id (PUSH_PROMISE).

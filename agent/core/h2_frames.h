@@ -94,8 +94,11 @@ class FrameReader {
   // offset `at` (the bytes `frame`, header and payload, END_HEADERS set): the fields, and the offset in
   // the frame just past the last pseudo-header field (0 when none or no regular field follows).
   // The result is kept, and feed() uses it for that frame instead of decoding the block again (HPACK's
-  // dynamic table must see each block once). A second call for the same offset returns the kept result.
-  // False when the frame is not such a frame (or the inflater refuses it: the reader is then dead).
+  // dynamic table must see each block once, in order): the caller must decode ahead every HEADERS frame
+  // between offset() and `at` first. A second call for the same offset returns the kept result.
+  // False when the frame is not such a frame, is out of order, or too many are kept (or the inflater
+  // refuses it: the reader is then dead).
+  static constexpr size_t kMaxAhead = 64;
   bool decode_ahead(uint64_t at, const char* frame, size_t len, const HeaderList** fields, size_t* pseudo_end);
 
  private:
@@ -125,10 +128,13 @@ class FrameReader {
   uint8_t small_[8];  // RST_STREAM's error code
   nghttp2_hd_inflater* inflater_ = nullptr;
   HeaderList fields_;
-  // decode_ahead's result.
-  uint64_t ahead_at_ = UINT64_MAX;
-  size_t ahead_pseudo_end_ = 0;
-  HeaderList ahead_;
+  // decode_ahead's results, in stream order.
+  struct Ahead {
+    uint64_t at = 0;
+    size_t pseudo_end = 0;
+    HeaderList fields;
+  };
+  std::vector<Ahead> ahead_;
 };
 
 }  // namespace txray::h2

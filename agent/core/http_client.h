@@ -62,6 +62,8 @@ class HttpClientTracker {
 
   // True once the connection was found not to be HTTP (or turned into a tunnel): the glue can skip it.
   bool opaque() const { return opaque_; }
+  // The connection is not HTTP/1.x (it is followed by another tracker, or by nothing any more).
+  void make_opaque() { opaque_ = true; }
 
   // Where to insert a header line into `buf`, the bytes the program offers to write next: right after
   // the '\n' that ends the request line, when that '\n' is in buf; kNoInsert when buf holds no such

@@ -14,6 +14,9 @@
 
 #include "../hooks/hook.h"
 #include "counters.h"
+#include "h2_client.h"
+#include "h2_conn.h"
+#include "h2_inject.h"
 #include "http_client.h"
 #include "hint_board.h"
 #include "http_inject.h"
@@ -22,6 +25,28 @@
 #include "unattributed.h"
 
 namespace txray {
+
+// HTTP/2 calls of one client connection: rows of the calling thread's transaction, one per stream
+// (h2_client.h). For gRPC (content-type application/grpc*) the row is an HTTP_CALL marked as gRPC:
+// text "grpc://authority/package.Service/Method", attribute rpc=grpc, grpc_status / grpc_message, and
+// the error "grpc-status N NAME: message" when N is not 0.
+class H2Sink final : public H2CallSink {
+ public:
+  const char* scheme = "http";
+  const char* peer = "";  // the connection's "addr:port" (CallSink::peer)
+  ReqRef* owner = nullptr;  // the connection's first-request owner (CallSink::owner)
+  void on_request(H2Call& c, const h2::HeaderList& h) override;
+  void on_first_byte(H2Call& c) override;
+  void on_response(H2Call& c, std::string_view error) override;
+};
+
+struct H2State {
+  H2Client client;
+  H2Injector inj;
+  H2Sink sink;
+  std::string scratch;
+  iovec out[1024];
+};
 
 struct HttpClientConn {
   // Held while one thread works on this state: a client may write a request on one thread and read its
@@ -32,6 +57,11 @@ struct HttpClientConn {
   HttpClientTracker tracker;
   HeaderInjector inj;
   CallSink sink;
+  // HTTP/2 (the first bytes written were the client preface): h2 follows the connection instead of
+  // the HTTP/1.x tracker. Allocated the first time, kept for the next connection on this slot.
+  H2State* h2 = nullptr;
+  bool h2_active = false;
+  bool fresh = true;  // nothing written since the connect
 };
 
 namespace http_out {
@@ -79,8 +109,9 @@ bool live(const StepRef& s) { return rec::usable(s); }
 // The slot's connection when it may still carry HTTP requests, else nullptr.
 HttpClientConn* http_conn(FdSlot* s) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
-  return (c && !c->tracker.opaque()) ? c : nullptr;
+  return (c && (!c->tracker.opaque() || c->h2_active)) ? c : nullptr;
 }
+
 
 // The connection's state for the calling thread while it lives. Another thread holds it for a few
 // microseconds at most, unless it was descheduled in between: then this waits, yielding, for up to a few
@@ -145,6 +176,45 @@ void feed_sent(HttpClientConn* c, const iovec* iov, int cnt, size_t n, uint64_t 
   }
 }
 
+// The first bytes written on a connection decide whether it is HTTP/2 (the client preface).
+void classify(HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) {
+  if (!c->fresh) return;
+  size_t n;
+  const char* p = first_bytes(iov, cnt, &n);
+  if (!p) return;
+  c->fresh = false;
+  char head[24];
+  size_t k = 0;
+  for (int i = 0; i < cnt && k < sizeof head; ++i) {
+    size_t take = std::min(iov[i].iov_len, sizeof head - k);
+    memcpy(head + k, iov[i].iov_base, take);
+    k += take;
+  }
+  if (h2::match_preface(head, k) < 0) return;
+  if (!c->h2) c->h2 = new (std::nothrow) H2State;
+  if (!c->h2) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  c->h2->client.reset();
+  c->h2->inj.clear();
+  c->h2->sink.scheme = scheme;
+  c->h2->sink.peer = c->sink.peer;
+  c->h2->sink.owner = &c->sink.owner;
+  c->h2_active = true;
+}
+
+void h2_feed_sent(HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
+  for (int i = 0; i < cnt && n > 0; ++i) {
+    size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
+    c->h2->client.on_sent(static_cast<const char*>(iov[i].iov_base), take, c->h2->sink);
+    n -= take;
+  }
+}
+
+bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_fn, void* ctx,
+                      ssize_t* result);
+
 }  // namespace
 
 bool propagate() {
@@ -192,6 +262,74 @@ Transaction* call_tx(ReqRef& owner_ref, bool consume) {
   return attr::event_loop() ? unattr::container() : rec::current();
 }
 
+namespace {
+
+// A write on an HTTP/2 connection: traceparent fields go into the HEADERS frames of new requests
+// (h2_client.h: plan_insert; h2_inject.h: the byte accounting).
+bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_fn, void* ctx,
+                      ssize_t* result) {
+  H2State* h = c->h2;
+  if (h->client.dead()) {
+    if (!h->inj.has_pending()) return false;
+  }
+  int saved = errno;
+  constexpr size_t kMaxPlan = H2Injector::kMaxEdits;
+  H2Client::Insert plan[kMaxPlan];
+  uint64_t spans[kMaxPlan];
+  size_t planned = 0;
+  size_t total = 0;
+  for (int i = 0; i < cnt; ++i) total += iov[i].iov_len;
+  h->inj.begin();
+  if (propagate() && !h->client.dead() && cnt > 0 && size_t(cnt) + 2 * kMaxPlan + 1 <= sizeof h->out / sizeof h->out[0]) {
+    IoBytes bytes{iov, cnt, total};
+    planned = h->client.plan_insert(bytes, h->scratch, plan, kMaxPlan);
+    Transaction* tx = planned ? call_tx(c->sink.owner, false) : nullptr;
+    uint8_t trace[16];
+    uint64_t own_span;
+    if (tx && rec::trace_context(tx, trace, &own_span)) {
+      char prog[H2Injector::kMaxReplace];
+      char field[H2Injector::kMaxField];
+      for (size_t i = 0; i < planned; ++i) {
+        spans[i] = rec::new_id();
+        size_t flen = hpack_traceparent(trace, spans[i], field, sizeof field);
+        size_t plen = plan[i].at - plan[i].frame_at;
+        if (!flen || plen > sizeof prog || !bytes.copy(plan[i].frame_at, plen, prog)) continue;
+        h->inj.add(plan[i].frame_at, plan[i].at, prog, plan[i].frame_len, field, flen, uint32_t(i));
+      }
+    }
+  }
+  if (!h->inj.has_pending() && h->inj.edits() == 0) {
+    // nothing to insert, nothing pending: the plain call (the hook reports it through on_sent)
+    errno = saved;
+    return false;
+  }
+  size_t mine = 0;
+  uint32_t tags[H2Injector::kMaxEdits];
+  size_t ntags = 0;
+  for (;;) {
+    int k = h->inj.gather(iov, cnt, h->out);
+    ssize_t r = write_fn(fd, h->out, k, ctx);
+    if (r < 0) {
+      *result = -1;  // none of the program's bytes went out; errno is the real call's
+      return true;
+    }
+    size_t got_tags = 0;
+    mine = h->inj.commit(static_cast<size_t>(r), tags + ntags, &got_tags);
+    ntags += got_tags;
+    // Only pending bytes went out: write again (the same edits: none of them was reached).
+    if (mine > 0 || total == 0 || r == 0) break;
+  }
+  saved = errno;
+  for (size_t i = 0; i < ntags; ++i) h->client.note_span(plan[tags[i]].stream, spans[tags[i]]);
+  s->add_written(mine);
+  h2_feed_sent(c, iov, cnt, mine);
+  errno = saved;
+  *result = static_cast<ssize_t>(mine);
+  return true;
+}
+
+}  // namespace
+
 void on_connect(FdSlot* s, std::string_view addr, int port) {
   int saved = errno;
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
@@ -213,6 +351,9 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   c->inj.clear();
   drop_preopened(c);
   c->sink.owner = ReqRef{};
+  if (c->h2_active) c->h2->client.on_end(c->h2->sink, "connection reused before the response ended");
+  c->h2_active = false;
+  c->fresh = true;
   // IPv6 literals need brackets in a URL.
   bool v6 = addr.find(':') != std::string_view::npos;
   snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
@@ -227,6 +368,8 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   // A runtime shim named the request this socket's next request belongs to (hint_board.h): the first
   // write after that is that request's head.
   if (ReqRef owner; hint::board::take(fd, &owner)) c->sink.owner = owner;
+  classify(c, iov, cnt, "http");
+  if (c->h2_active) return h2_write_through(c, s, fd, iov, cnt, write_fn, ctx, result);
   if (c->tracker.opaque() && !c->inj.has_pending()) return false;
   size_t n0;
   const char* p0 = first_bytes(iov, cnt, &n0);
@@ -309,6 +452,12 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
+  classify(c, iov, cnt, "http");
+  if (c->h2_active) {
+    h2_feed_sent(c, iov, cnt, n);
+    errno = saved;
+    return;
+  }
   feed_sent(c, iov, cnt, n, 0);
   errno = saved;
 }
@@ -318,6 +467,13 @@ void on_sent_opaque(FdSlot* s, uint64_t n) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
+  if (c->h2_active) {  // frames the agent cannot see: the connection cannot be followed any more
+    c->h2->client.on_end(c->h2->sink, "HTTP/2 connection no longer followed (sendfile)");
+    c->h2_active = false;
+    c->tracker.make_opaque();
+    errno = saved;
+    return;
+  }
   c->tracker.on_sent_opaque(n, c->sink);
   errno = saved;
 }
@@ -327,7 +483,8 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  c->tracker.on_received(p, n, c->sink);
+  if (c->h2_active) c->h2->client.on_received(p, n, c->h2->sink);
+  else c->tracker.on_received(p, n, c->sink);
   errno = saved;
 }
 
@@ -344,7 +501,8 @@ void on_eof(FdSlot* s) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  c->tracker.on_end(c->sink);
+  if (c->h2_active) c->h2->client.on_end(c->h2->sink, "connection closed by the server before the response ended");
+  else c->tracker.on_end(c->sink);
   errno = saved;
 }
 
@@ -354,7 +512,14 @@ void on_close(FdSlot* s, int fd) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  if (!c->tracker.opaque()) c->tracker.on_end(c->sink);
+  if (c->h2_active) {
+    c->h2->client.on_end(c->h2->sink, {});
+    c->h2->inj.clear();
+    c->h2_active = false;
+  } else if (!c->tracker.opaque()) {
+    c->tracker.on_end(c->sink);
+  }
+  c->fresh = true;
   drop_preopened(c);
   c->tracker = HttpClientTracker{};
   c->inj.clear();
@@ -401,6 +566,62 @@ void CallSink::on_response(HttpCall& c, std::string_view error) {
   rec::add_bytes(c.step, c.response_bytes, c.request_bytes);
   if (!error.empty()) rec::set_error(c.step, error);
   uint64_t elapsed = rec::close(c.step);  // also what a summary line got when the call was folded
+  rec::add_totals(c.step.tx, {.call_ns = elapsed, .call_count = 1});
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+void H2Sink::on_request(H2Call& c, const h2::HeaderList& h) {
+  if (http_out::inside_curl()) return;  // the curl hook records the transfer
+  Transaction* tx = owner ? http_out::call_tx(*owner, true) : rec::current();
+  if (!tx) return;
+  c.step = rec::open(tx, StepKind::HTTP_CALL);
+  if (!c.step) return;
+  if (!c.span_id) c.span_id = rec::new_id();
+  rec::set_id(c.step, c.span_id);
+  std::string_view authority = h.get(":authority");
+  std::string url;
+  if (c.grpc) {
+    url = "grpc://";
+    url.append(authority.empty() ? std::string_view(peer) : authority.substr(0, 256));
+    url.append(h.get(":path").substr(0, 2048));
+  } else {
+    url = http_call_url(scheme, authority, h.get(":path"), peer, http_out::mask_query());
+  }
+  rec::set_text(c.step, url);
+  rec::add_attr(c.step, "method", h.get(":method"));
+  rec::add_attr(c.step, "protocol", "h2");
+  if (c.grpc) rec::add_attr(c.step, "rpc", "grpc");
+}
+
+void H2Sink::on_first_byte(H2Call& c) {
+  if (!http_out::live(c.step)) return;
+  char v[24];
+  snprintf(v, sizeof v, "%llu", static_cast<unsigned long long>((rec::now_ns() - c.step.start_mono_ns) / 1000));
+  rec::add_attr(c.step, "ttfb_us", v);
+}
+
+void H2Sink::on_response(H2Call& c, std::string_view error) {
+  if (!http_out::live(c.step)) return;
+  rec::set_status(c.step, c.status);
+  rec::add_bytes(c.step, c.response_bytes, c.request_bytes);
+  std::string err(error);
+  if (c.grpc_status >= 0) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", c.grpc_status);
+    rec::add_attr(c.step, "grpc_status", v);
+    if (!c.grpc_message.empty()) rec::add_attr(c.step, "grpc_message", c.grpc_message);
+    if (err.empty() && c.grpc_status != 0) err = grpc_error_text(c.grpc_status, c.grpc_message);
+  } else if (c.grpc && err.empty()) {
+    err = "gRPC response without grpc-status";
+  }
+  if (err.empty() && c.status >= 500) {
+    char m[32];
+    snprintf(m, sizeof m, "HTTP %d", c.status);
+    err = m;
+  }
+  if (!err.empty()) rec::set_error(c.step, err);
+  uint64_t elapsed = rec::close(c.step);
   rec::add_totals(c.step.tx, {.call_ns = elapsed, .call_count = 1});
 }
 
