@@ -67,6 +67,9 @@ HostPath split_url(std::string_view t) {
   if (auto sp = t.find(' '); sp != std::string_view::npos && sp < 10 && t.find("://") > sp)
     t.remove_prefix(sp + 1);
   while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  // gRPC calls (HTTP/2 streams the agent marks, text "grpc://authority/package.Service/Method") keep
+  // their scheme in the host, so that tables name them as gRPC.
+  bool grpc = t.substr(0, 7) == "grpc://";
   if (auto s = t.find("://"); s != std::string_view::npos) t.remove_prefix(s + 3);
   auto end = t.find_first_of("?#");
   if (end != std::string_view::npos) t = t.substr(0, end);
@@ -76,6 +79,7 @@ HostPath split_url(std::string_view t) {
   if (auto at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);  // user:pw@
   hp.host.assign(host);
   for (auto& c : hp.host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (grpc) hp.host.insert(0, "grpc://");
   hp.path = slash == std::string_view::npos ? "/" : std::string(t.substr(slash));
   return hp;
 }

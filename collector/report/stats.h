@@ -27,7 +27,7 @@ std::string hex16(int64_t v);
 
 // Splits an outbound call URL into host (with port, lower-cased) and path (without query or
 // fragment). "GET http://h:8080/a/b?x=1" → {"h:8080", "/a/b"}; a text with no scheme is taken as
-// "host/path".
+// "host/path". gRPC calls keep their scheme: "grpc://h:50051/pkg.Svc/M" → {"grpc://h:50051", "/pkg.Svc/M"}.
 struct HostPath {
   std::string host, path;
 };

@@ -1,5 +1,7 @@
 #include "profile_json.h"
 
+#include <cstdlib>
+
 #include "ids.h"
 
 namespace txray::show {
@@ -38,6 +40,10 @@ nlohmann::ordered_json step_json(const Step& s) {
     j["url"] = s.text;
     if (s.id) j["span_id"] = hex16(*s.id);
     if (s.callee_txid) j["callee_txid"] = hex16(*s.callee_txid);
+    if (const std::string* rpc = s.attribute("rpc"); rpc && *rpc == "grpc") {
+      j["rpc"] = "grpc";
+      if (const std::string* g = s.attribute("grpc_status")) j["grpc_status"] = std::atoi(g->c_str());
+    }
   } else if (s.kind == "DNS") {
     j["host"] = s.text;
   }

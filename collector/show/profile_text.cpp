@@ -76,6 +76,15 @@ std::string step_message(const Step& s) {
     if (s.fetch_ns && *s.fetch_ns > 0) m += " fetch=" + ms_elapsed(*s.fetch_ns) + " ms";
   } else if (k == "DB_CONNECT") {
     m = "DB_CONNECT " + one_line(s.text) + elapsed(s);
+  } else if (const std::string* rpc = s.attribute("rpc"); k == "HTTP_CALL" && rpc && *rpc == "grpc") {
+    // A gRPC call (an HTTP/2 stream with content-type application/grpc: docs/http2.md).
+    m = "GRPC_CALL " + one_line(s.text);
+    if (const std::string* g = s.attribute("grpc_status")) m += " grpc-status " + *g;
+    else if (s.status) m += " status " + std::to_string(*s.status);
+    m += elapsed(s);
+    if (s.bytes_written || s.bytes_read)
+      m += " W=" + std::to_string(s.bytes_written) + ",R=" + std::to_string(s.bytes_read);
+    if (s.callee_txid) m += " callee=" + hex16(*s.callee_txid);
   } else if (k == "HTTP_CALL") {
     m = "HTTP_CALL ";
     if (const std::string* method = s.attribute("method")) m += *method + " ";

@@ -82,6 +82,14 @@ std::string step_message(const Step& s) {
     if (s.changes && *s.changes > 0) m += " changes=" + with_commas(*s.changes);
     if (s.fetch_ns && *s.fetch_ns > 0) m += " fetch=" + format_ms(*s.fetch_ns) + " ms";
     m += bracket_ms(s.elapsed_ns);
+  } else if (s.kind == "HTTP_CALL" && attr(s.attributes, "rpc") == "grpc") {
+    // A gRPC call (HTTP/2 stream, application/grpc): named as such, with its grpc-status.
+    m = "GRPC-CALL[" + s.text + "]";
+    if (std::string g = attr(s.attributes, "grpc_status"); !g.empty()) m += " grpc-status=" + g;
+    else if (s.status) m += " status=" + std::to_string(*s.status);
+    if (s.bytes_read || s.bytes_written) m += " R=" + with_commas(s.bytes_read) + ",W=" + with_commas(s.bytes_written);
+    m += bracket_ms(s.elapsed_ns);
+    if (s.callee_tx_id) m += "  -> callee #" + std::to_string(*s.callee_tx_id);
   } else if (s.kind == "HTTP_CALL") {
     m = "HTTP-CALL[" + s.text + "]";
     if (s.status) m += " status=" + std::to_string(*s.status);
