@@ -54,6 +54,7 @@ bool FrameReader::die() {
 
 int64_t FrameReader::frame_remaining() const {
   if (state_ == State::header && hdr_len_ == 0) return 0;
+  if (state_ == State::preface) return int64_t(kPreface.size() - preface_seen_);  // the first frame follows it
   if (state_ == State::payload) return int64_t(len_) - int64_t(got_);
   return -1;
 }

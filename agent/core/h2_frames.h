@@ -85,9 +85,9 @@ class FrameReader {
   // Bytes fed so far (the stream offset of the next byte).
   uint64_t offset() const { return offset_; }
 
-  // For header insertion: how many more bytes belong to the frame being read when the next byte is fed
-  // (0: the next byte starts a frame header), or -1 when that cannot be said (inside a frame header or
-  // the preface, or dead).
+  // For header insertion: how many bytes come before the next frame header — the rest of the frame (or
+  // of the client preface) being read; 0: the next byte starts a frame header — or -1 when that cannot
+  // be said (inside a frame header, or dead).
   int64_t frame_remaining() const;
 
   // Decodes a complete HEADERS frame's header block ahead of feed(), for a frame that starts at stream

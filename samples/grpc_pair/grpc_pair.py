@@ -7,7 +7,7 @@ back once per request, and a client that drives either.
     grpc_pair.py client --target HOST:PORT [--method M] [--requests N] [--concurrency C] [--seconds S]
 
 Services (full method names as they appear on the wire and in txray):
-    /demo.Back/Get      unary: "item <key>" (sleeps a little; key "missing" fails with NOT_FOUND)
+    /demo.Back/Get      unary: "item <key>" (2 ms; 400 ms for keys "slow-…"; key "missing" fails with NOT_FOUND)
     /demo.Back/Fail     unary: always fails with INTERNAL "back is broken"
     /demo.Back/List     server streaming: N messages "row <i>"
     /demo.Front/Page    unary: calls /demo.Back/Get, answers "page(<back's answer>)"
@@ -32,7 +32,8 @@ def _ident(b):
 class Back:
     def get(self, request, context):
         key = request.decode()
-        time.sleep(0.002)
+        # "slow-<anything>" takes 400 ms (tests keep many streams in flight at once with it)
+        time.sleep(0.4 if key.startswith("slow-") else 0.002)
         if key == "missing":
             context.abort(grpc.StatusCode.NOT_FOUND, "no item %s" % key)
         return ("item %s" % key).encode()

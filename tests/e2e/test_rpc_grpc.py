@@ -1,0 +1,201 @@
+"""HTTP/2 and gRPC (issue 16): the gRPC pair of samples/grpc_pair (Python grpcio, h2c) under the agent.
+
+A client (process mode) drives the back service over ONE channel — one HTTP/2 connection — with 24
+concurrent slow unary calls (400 ms each, so that they are all in flight at once), 3 server-streaming
+calls, a call that fails with INTERNAL and one that fails with NOT_FOUND; then a second client calls
+the front service, which calls the back once per request. Checked:
+  - the client's answers are the same with and without the agent (the traceparent fields the agent puts
+    into HEADERS frames change nothing the programs see);
+  - one back transaction per stream, named by the full gRPC method, kind grpc, with grpc_status;
+  - the client's calls share one connection (one SOCKET row) and at least 20 of them overlap;
+  - every client row is a gRPC call (rpc=grpc, text grpc://…/demo.Back/…) linked to its callee: the
+    callee's parent span is the row's span id and both are in one trace;
+  - the failing methods show their grpc-status: 13 INTERNAL "back is broken" and 5 NOT_FOUND, in the
+    rows, the back's transactions and `txray show`'s text (GRPC_CALL … grpc-status 13);
+  - the front's transactions are callees of the second client's rows, and the front's own calls to the
+    back (made on grpcio's worker threads, where the agent cannot tell which stream they serve) are
+    unattributed — never put into a front transaction — yet linked to their back transactions.
+"""
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import unittest
+
+from txraytest import (PYTHON, SOURCE_DIR, Collector, TxrayTestCase, agent_env, bare_env, show_json, show_text,
+                       wait_for, wait_transactions)
+
+PAIR = os.path.join(SOURCE_DIR, "samples", "grpc_pair", "grpc_pair.py")
+CONCURRENT = 24
+STREAMS = 3
+
+CLIENT = r"""
+import sys, threading, grpc
+ident = lambda b: b
+ch = grpc.insecure_channel(sys.argv[1])
+grpc.channel_ready_future(ch).result(timeout=20)
+get = ch.unary_unary("/demo.Back/Get", request_serializer=ident, response_deserializer=ident)
+lst = ch.unary_stream("/demo.Back/List", request_serializer=ident, response_deserializer=ident)
+fail = ch.unary_unary("/demo.Back/Fail", request_serializer=ident, response_deserializer=ident)
+out = {}
+def one(i):
+    out["get%02d" % i] = get(b"slow-%d" % i, timeout=60).decode()
+threads = [threading.Thread(target=one, args=(i,)) for i in range(%(n)d)]
+for t in threads: t.start()
+for t in threads: t.join()
+for i in range(%(s)d):
+    out["list%d" % i] = [m.decode() for m in lst(b"5", timeout=60)]
+for name, call, arg in (("fail", fail, b"x"), ("missing", get, b"missing")):
+    try:
+        call(arg, timeout=60)
+        out[name] = "no error"
+    except grpc.RpcError as e:
+        out[name] = "%%s %%s" %% (e.code().name, e.details())
+ch.close()
+print(repr(sorted(out.items())))
+""".replace("%(n)d", str(CONCURRENT)).replace("%(s)d", str(STREAMS)).replace("%%", "%")
+
+
+def front_calls(db):
+    """(the front's unattributed HTTP_CALL steps, how many of them are linked to a callee)"""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return con.execute(
+            "SELECT count(*), count(s.callee_tx_id) FROM steps s JOIN transactions t ON t.id = s.tx_id "
+            "WHERE t.app = 'front' AND t.kind = 'unattributed' AND s.kind = 'HTTP_CALL'").fetchone()
+    except sqlite3.Error:
+        return (0, 0)
+    finally:
+        con.close()
+
+
+def grpc_rows(tx):
+    return [s for s in tx["steps"] if s["kind"] == "HTTP_CALL"]
+
+
+class GrpcTest(TxrayTestCase):
+    def serve(self, role, env, *args):
+        log = open(os.path.join(self.tmp, role + ".log"), "w+")
+        self.addCleanup(log.close)
+        p = self.spawn([PYTHON, PAIR, role, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+        port = []
+
+        def listening():
+            log.seek(0)
+            m = re.search(r"listening on grpc port (\d+)", log.read())
+            if m:
+                port.append(int(m.group(1)))
+            self.assertIsNone(p.poll(), f"{role} exited")
+            return bool(port)
+
+        wait_for(listening, 30, what=f"{role} listening")
+        return p, port[0]
+
+    def client(self, env, target):
+        r = subprocess.run([PYTHON, "-c", CLIENT, target], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_grpc_streams_calls_and_links(self):
+        # Baseline without the agent.
+        back, bport = self.serve("back", bare_env())
+        bare = self.client(bare_env(), f"127.0.0.1:{bport}")
+        back.terminate()
+        back.wait(10)
+        self.assertIn("item slow-0", bare)
+        self.assertIn("INTERNAL back is broken", bare)
+
+        with Collector(self.tmp) as col:
+            back, bport = self.serve("back", agent_env(col.endpoint, app="back"))
+            front, fport = self.serve("front", agent_env(col.endpoint, app="front"), "--back", f"127.0.0.1:{bport}")
+            traced = self.client(agent_env(col.endpoint, app="client", mode="process"), f"127.0.0.1:{bport}")
+            page = subprocess.run([PYTHON, PAIR, "client", "--target", f"127.0.0.1:{fport}", "--requests", "5"],
+                                  env=agent_env(col.endpoint, app="client2", mode="process"),
+                                  capture_output=True, text=True, timeout=120)
+            self.assertIn("ok 5 failed 0", page.stdout, page.stderr)
+            n_back = CONCURRENT + STREAMS + 2 + 5
+            wait_transactions(col.db, n_back + 5 + 2)
+            # The front's unattributed steps come in its container, sent about once a second.
+            wait_for(lambda: front_calls(col.db)[0] >= 5, 20, what="the front's unattributed calls")
+            for p in (front, back):
+                p.terminate()
+                p.wait(10)
+        self.assertEqual(traced, bare, "the client's answers differ with the agent")
+
+        txs = show_json(col.db, "--last", "1000")
+        by_app = {}
+        for t in txs:
+            by_app.setdefault(t["app"], []).append(t)
+        by_txid = {t["txid"]: t for t in txs}
+
+        # One back transaction per stream, named by the full method.
+        back_txs = by_app["back"]
+        names = sorted(t["name"] for t in back_txs)
+        self.assertEqual(names.count("POST /demo.Back/Get"), CONCURRENT + 1 + 5, names)
+        self.assertEqual(names.count("POST /demo.Back/List"), STREAMS)
+        self.assertEqual(names.count("POST /demo.Back/Fail"), 1)
+        for t in back_txs:
+            self.assertEqual(t["kind"], "grpc")
+            self.assertEqual(t["status"], 200)
+            self.assertIn(t["attributes"].get("grpc_status"), ("0", "5", "13"))
+        lists = [t for t in back_txs if t["name"].endswith("/List")]
+        gets = [t for t in back_txs if t["name"].endswith("/Get") and t["error"] == ""]
+        self.assertTrue(gets)
+        # five DATA frames of "row i" (9-byte frame header, 5-byte gRPC prefix, 5 bytes) at least
+        self.assertGreaterEqual(min(t["bytes_written"] for t in lists), 5 * (9 + 5 + 5))
+        failed = [t for t in back_txs if t["name"].endswith("/Fail")][0]
+        self.assertEqual(failed["error"], "grpc-status 13 INTERNAL: back is broken")
+        missing = [t for t in back_txs if t["attributes"].get("grpc_status") == "5"]
+        self.assertEqual(len(missing), 1)
+        self.assertEqual(missing[0]["error"], "grpc-status 5 NOT_FOUND: no item missing")
+
+        # The client: one connection, every stream a gRPC row linked to its callee.
+        client = by_app["client"][0]
+        sockets = [s for s in client["steps"] if s["kind"] == "SOCKET" and s["attributes"].get("port") == str(bport)]
+        self.assertEqual(len(sockets), 1, "the client's calls should share one HTTP/2 connection")
+        rows = grpc_rows(client)
+        self.assertEqual(len(rows), CONCURRENT + STREAMS + 2)
+        for r in rows:
+            self.assertEqual(r["attributes"]["rpc"], "grpc")
+            self.assertEqual(r["attributes"]["protocol"], "h2")
+            self.assertIn("ttfb_us", r["attributes"])
+            self.assertTrue(r["text"].startswith(f"grpc://127.0.0.1:{bport}/demo.Back/"), r["text"])
+            self.assertGreater(r["bytes_written"], 0)
+            self.assertGreater(r["bytes_read"], 0)
+            self.assertIn("callee_txid", r, f"row not linked: {r}")
+            callee = by_txid[r["callee_txid"]]
+            self.assertEqual(callee["app"], "back")
+            self.assertEqual(callee["name"], "POST " + r["text"].split(str(bport), 1)[1])
+            self.assertEqual(callee["parent_span_id"], r["span_id"])
+            self.assertEqual(callee["trace_id"], client["trace_id"])
+        self.assertEqual(len({r["callee_txid"] for r in rows}), len(rows), "two rows linked to one callee")
+        slow = [r for r in rows if r["text"].endswith("/Get") and r["elapsed_ns"] > 300e6]
+        self.assertEqual(len(slow), CONCURRENT)
+        events = sorted([(r["start_offset_ns"], 1) for r in slow] +
+                        [(r["start_offset_ns"] + r["elapsed_ns"], -1) for r in slow])
+        live = peak = 0
+        for _, d in events:
+            live += d
+            peak = max(peak, live)
+        self.assertGreaterEqual(peak, 20, "fewer than 20 streams in flight at once")
+        errors = sorted(r["error"] for r in rows if r["error"])
+        self.assertEqual(errors, ["grpc-status 13 INTERNAL: back is broken", "grpc-status 5 NOT_FOUND: no item missing"])
+        text = show_text(col.db, "--id", client["txid"])
+        self.assertRegex(text, r"GRPC_CALL grpc://127\.0\.0\.1:\d+/demo\.Back/Fail grpc-status 13 .*"
+                               r"!! ERROR: grpc-status 13 INTERNAL: back is broken")
+
+        # The front: its transactions are the second client's callees; its own calls are unattributed
+        # (never in a front transaction) and linked to the back.
+        client2 = by_app["client2"][0]
+        fronts = by_app["front"]
+        self.assertEqual(len(fronts), 5)
+        self.assertEqual({r["callee_txid"] for r in grpc_rows(client2)}, {t["txid"] for t in fronts})
+        for t in fronts:
+            self.assertEqual(t["name"], "POST /demo.Front/Page")
+            self.assertEqual(grpc_rows(t), [], "a front transaction got a call the agent cannot place")
+        self.assertEqual(front_calls(col.db), (5, 5))
+
+
+if __name__ == "__main__":
+    unittest.main()
