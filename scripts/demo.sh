@@ -6,7 +6,8 @@
 # 1. starts `txray collect` on a private ipc:// endpoint, writing out/demo/txray.db (a fresh file each run;
 #    TXRAY_DEMO_DIR=<dir> puts everything elsewhere);
 # 2. starts the samples under `txray run`: relay-backend and relay (the GZIP case), orders (C++, four
-#    channels) and py-orders (Python, standard library only);
+#    channels), py-orders (Python, standard library only) and the gRPC pair grpc-front -> grpc-back
+#    (Python grpcio over h2c; skipped with a note when python3-grpcio is missing);
 # 3. drives them for TXRAY_DEMO_SECONDS (default 30) with a one-line progress display;
 # 4. prints a short slow-call report (the whole one goes to out/demo/report.md and .html) and the
 #    slowest relay profile;
@@ -119,7 +120,18 @@ ORDERS_HTTP=$(wait_listen "$OUT/orders.log" http "$LAST_PID")
 run py-orders py-orders "$PYTHON" "$SRC/samples/py_orders/orders_service.py" --db "$OUT/orders.db" --http 127.0.0.1:0
 SERVICES+=("$LAST_PID")
 PY_HTTP=$(wait_listen "$OUT/py-orders.log" http "$LAST_PID")
-echo "demo: relay-backend :$BACKEND_PORT  relay :$RELAY_PORT  orders tcp :$ORDERS_TCP http :$ORDERS_HTTP  py-orders :$PY_HTTP"
+GRPC_FRONT=""
+if "$PYTHON" -c "import grpc" 2>/dev/null; then
+  run grpc-back grpc-back "$PYTHON" "$SRC/samples/grpc_pair/grpc_pair.py" back --listen 127.0.0.1:0
+  SERVICES+=("$LAST_PID")
+  GRPC_BACK=$(wait_listen "$OUT/grpc-back.log" grpc "$LAST_PID")
+  run grpc-front grpc-front "$PYTHON" "$SRC/samples/grpc_pair/grpc_pair.py" front --listen 127.0.0.1:0 --back "127.0.0.1:$GRPC_BACK"
+  SERVICES+=("$LAST_PID")
+  GRPC_FRONT=$(wait_listen "$OUT/grpc-front.log" grpc "$LAST_PID")
+else
+  echo "demo: python3-grpcio is not installed: the gRPC pair is left out (scripts/install-deps.sh installs it)"
+fi
+echo "demo: relay-backend :$BACKEND_PORT  relay :$RELAY_PORT  orders tcp :$ORDERS_TCP http :$ORDERS_HTTP  py-orders :$PY_HTTP${GRPC_FRONT:+  grpc-front :$GRPC_FRONT}"
 
 # --- 3. load ------------------------------------------------------------------------------------------
 # The drivers are plain clients (not traced). Each loops until it is stopped. The order drivers pause
@@ -133,6 +145,10 @@ start drive-orders bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-orders-b
 DRIVERS+=("$LAST_PID")
 start drive-py-orders bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-orders-bench' --http 127.0.0.1:$PY_HTTP --channels http-json,http-xml --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
 DRIVERS+=("$LAST_PID")
+if [ -n "$GRPC_FRONT" ]; then  # 4 concurrent gRPC calls at a time on one HTTP/2 connection, in bursts
+  start drive-grpc bash -c "while [ ! -e '$STOP_FILE' ]; do '$PYTHON' '$SRC/samples/grpc_pair/grpc_pair.py' client --target 127.0.0.1:$GRPC_FRONT --requests 40 --concurrency 4 >/dev/null || sleep 0.5; sleep 0.5; done"
+  DRIVERS+=("$LAST_PID")
+fi
 
 START=$(date +%s)
 while :; do
@@ -175,6 +191,11 @@ fi
 echo
 echo "== the slowest relay request (the GZIP case: socket read, then the CPU-bound gunzip row) =="
 "$BIN/txray" show --db "$DB" --app relay --slowest 1 || true
+if [ -n "$GRPC_FRONT" ]; then
+  echo
+  echo "== gRPC: the slowest back-end call (one transaction per HTTP/2 stream; the front's calls to it are unattributed, linked by traceparent) =="
+  "$BIN/txray" show --db "$DB" --app grpc-back --slowest 1 || true
+fi
 
 # --- 5. viewer ----------------------------------------------------------------------------------------
 echo

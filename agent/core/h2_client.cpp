@@ -124,6 +124,7 @@ H2Call* H2Client::find(uint32_t stream) {
 }
 
 H2Call* H2Client::take(uint32_t stream) {
+  if (stream == 0) return nullptr;  // 0 marks a free slot (and is no stream)
   H2Call* c = nullptr;
   for (size_t i = 0; i < used_ && !c; ++i)
     if (calls_[i].stream == 0) c = &calls_[i];

@@ -150,6 +150,7 @@ H2Server::Stream* H2Server::find(uint32_t id) {
 }
 
 void H2Server::begin(uint32_t id, const h2::HeaderList& h, size_t wire, bool end_stream) {
+  if (id == 0) return;  // 0 marks a free slot (and is no stream)
   Stream* st = nullptr;
   for (size_t i = 0; i < used_ && !st; ++i)
     if (streams_[i].id == 0) st = &streams_[i];

@@ -164,6 +164,7 @@ bool FrameReader::feed(const char* p, size_t n, Handler& h) {
         // The framing rules a real peer keeps (RFC 9113 §6); garbage or a joined-midway stream breaks
         // one of them within a few frames.
         if (in_block_ && (type_ != CONTINUATION || stream_ != block_stream_)) return die();
+        if (!in_block_ && type_ == CONTINUATION) return die();  // a CONTINUATION of nothing
         switch (type_) {
           case DATA:
           case HEADERS:

@@ -18,6 +18,7 @@ Each server prints "<role> listening on grpc port N" once it serves.
 """
 import argparse
 import concurrent.futures
+import signal
 import sys
 import threading
 import time
@@ -69,7 +70,12 @@ class Front:
         })
 
 
+def _stop(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM ends the server through its normal exit path (the agent flushes)
+
+
 def serve(role, listen, handler):
+    signal.signal(signal.SIGTERM, _stop)
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=32),
                          options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((handler,))
