@@ -1,5 +1,5 @@
-"""`make demo` (scripts/demo.sh), shortened: it runs end to end, stores transactions of the four sample
-apps, prints a report, saves a viewer screenshot when there is no display — and leaves no process behind,
+"""`make demo` (scripts/demo.sh), shortened: it runs end to end, stores transactions of the six sample
+apps (the gRPC pair included), prints a report, saves a viewer screenshot when there is no display — and leaves no process behind,
 also when interrupted with Ctrl-C (SIGINT)."""
 import os
 import signal
@@ -56,7 +56,7 @@ class DemoTest(TxrayTestCase):
         failed = con.execute("SELECT app, name, error FROM transactions WHERE error IS NOT NULL LIMIT 5").fetchall()
         con.close()
         self.assertEqual(failed, [])
-        self.assertEqual(apps, {"relay", "relay-backend", "orders", "py-orders"})
+        self.assertEqual(apps, {"relay", "relay-backend", "orders", "py-orders", "grpc-front", "grpc-back"})
         if os.path.exists(os.path.join(BUILD_DIR, "bin", "txray-viewer")):
             self.assertIn(f"screenshot of the viewer saved to {out}/viewer.png", r.stdout)
             with open(os.path.join(out, "viewer.png"), "rb") as f:
