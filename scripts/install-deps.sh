@@ -20,7 +20,7 @@ PKGS=(
   chromium
   clang libclang-rt-14-dev
   libnghttp2-dev                  # the agent's HPACK decoder for HTTP/2 (linked statically: agent/CMakeLists.txt)
-  python3-grpcio python3-grpc-tools   # the gRPC sample and tests (samples/grpc, tests/e2e/test_rpc_grpc.py)
+  python3-grpcio openssl          # the gRPC sample and tests (samples/grpc_pair, tests/e2e/test_rpc_grpc.py: TLS certificate)
   lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
 )
 

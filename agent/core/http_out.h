@@ -22,6 +22,7 @@
 
 #include "fd_table.h"
 #include "attribution.h"
+#include "h2_client.h"
 #include "http_client.h"
 
 namespace txray {
@@ -45,6 +46,20 @@ class CallSink : public HttpClientSink {
   void on_request(HttpCall& c, const HttpRequestHead& h) override;
   void on_first_byte(HttpCall& c) override;
   void on_response(HttpCall& c, std::string_view error) override;
+};
+
+// HTTP/2 calls of one client connection: rows of the calling thread's transaction, one per stream
+// (h2_client.h). For gRPC (content-type application/grpc*) the row is an HTTP_CALL marked as gRPC:
+// text "grpc://authority/package.Service/Method", attribute rpc=grpc, grpc_status / grpc_message, and
+// the error "grpc-status N NAME: message" when N is not 0.
+class H2Sink final : public H2CallSink {
+ public:
+  const char* scheme = "http";
+  const char* peer = "";  // the connection's "addr:port" (CallSink::peer)
+  ReqRef* owner = nullptr;  // the connection's first-request owner (CallSink::owner)
+  void on_request(H2Call& c, const h2::HeaderList& h) override;
+  void on_first_byte(H2Call& c) override;
+  void on_response(H2Call& c, std::string_view error) override;
 };
 
 struct HttpClientConn;  // http_out.cpp

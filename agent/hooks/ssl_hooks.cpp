@@ -5,9 +5,14 @@
 // wire_bytes_written, from the connection's BIO counters). The socket rows underneath count wire bytes
 // as always.
 //
-// Not here: servers (SSL_is_server), and anything while a libcurl hook runs (curl's own hook records
-// the transfer; the http_call hook family is then held). No header is inserted into TLS: OpenSSL
-// requires a retried write to pass the same buffer, which an insertion would break.
+// HTTP/2 over TLS (ALPN h2): a connection whose first plaintext is the client preface is followed by the
+// HTTP/2 trackers instead (docs/http2.md): a client's streams become rows (scheme https, gRPC calls
+// marked), and a *server's* streams become transactions — the one case where TLS servers are followed
+// (HTTP/1.x over a TLS server is not).
+//
+// Not here: HTTP/1.x servers, and anything while a libcurl hook runs (curl's own hook records the
+// transfer; the http_call hook family is then held). No header (nor HTTP/2 field) is inserted into TLS:
+// OpenSSL requires a retried write to pass the same buffer, which an insertion would break.
 //
 // State per SSL object hangs off OpenSSL's own ex_data slot and is freed with the SSL object; libssl
 // is not linked: its functions are found at run time (RTLD_NEXT, else the loaded libssl.so.3).
@@ -20,6 +25,13 @@
 #include <cstdio>
 #include <new>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "../core/config.h"
+#include "../core/h2_conn.h"
+#include "../core/h2_frames.h"
 #include "../core/http_client.h"
 #include "../core/http_out.h"
 #include "../core/recorder.h"
@@ -69,19 +81,79 @@ class TlsSink final : public txray::CallSink {
 struct TlsConn {
   txray::HttpClientTracker tracker;
   TlsSink sink;
-  explicit TlsConn(SSL* s) {
+  bool server = false;
+  bool fresh = true;       // no plaintext seen yet: the first bytes tell HTTP/2 from the rest
+  bool h2_active = false;  // HTTP/2: h2 (client) or h2_server (server) follows the connection
+  txray::H2Client* h2 = nullptr;
+  txray::H2Sink h2_sink;
+  txray::H2Server* h2_server = nullptr;
+  explicit TlsConn(SSL* s, bool is_server) : server(is_server) {
     sink.scheme = "https";
     sink.ssl = s;
     sink.tracker = &tracker;
+    h2_sink.scheme = "https";
+  }
+  ~TlsConn() {
+    delete h2;
+    delete h2_server;
   }
 };
+
+// The peer of the SSL object's socket as "ip:port" (a server's client), or "".
+void peer_of(SSL* ssl, char* out, size_t cap) {
+  out[0] = 0;
+  auto get_fd = TXRAY_REAL(SSL_get_fd, kSsl);
+  int fd = get_fd ? get_fd(ssl) : -1;
+  if (fd < 0) return;
+  sockaddr_storage ss;
+  socklen_t l = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &l) != 0) return;
+  char ip[INET6_ADDRSTRLEN] = "";
+  if (ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+    snprintf(out, cap, "%s:%d", ip, ntohs(in->sin_port));
+  } else if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+    snprintf(out, cap, "%s:%d", ip, ntohs(in6->sin6_port));
+  }
+}
+
+// The first plaintext of a connection: HTTP/2 when it is the client preface (the client writes it, the
+// server reads it).
+void classify(TlsConn* c, SSL* ssl, const void* buf, size_t n) {
+  if (!c->fresh || n == 0) return;
+  c->fresh = false;
+  if (txray::h2::match_preface(static_cast<const char*>(buf), n) < 0) return;  // HTTP/1.x (clients only) or else
+  if (c->server) {
+    if (txray::config().mode != txray::Mode::http) return;
+    if (!c->h2_server) c->h2_server = new (std::nothrow) txray::H2Server;
+    if (!c->h2_server) return;
+    char peer[INET6_ADDRSTRLEN + 16];
+    peer_of(ssl, peer, sizeof peer);
+    c->h2_server->reset(peer);
+  } else {
+    if (!c->h2) c->h2 = new (std::nothrow) txray::H2Client;
+    if (!c->h2) return;
+    c->h2->reset();
+  }
+  c->h2_active = true;
+}
 
 // The SSL object is being freed: its unfinished calls end here.
 void free_conn(void* parent, void* ptr, CRYPTO_EX_DATA* ad, int idx, long argl, void* argp) {
   auto* c = static_cast<TlsConn*>(ptr);
   if (!c) return;
   int saved = errno;
-  if (txray::host_thread_enabled() && !c->tracker.opaque()) c->tracker.on_end(c->sink, "TLS connection freed before the response ended");
+  bool on = txray::host_thread_enabled();
+  if (c->h2_active && c->h2 && on) c->h2->on_end(c->h2_sink, "TLS connection freed before the response ended");
+  if (c->h2_server) {
+    if (on) c->h2_server->on_close();
+    else c->h2_server->forget();
+  }
+  if (on && !c->h2_active && !c->server && !c->tracker.opaque())
+    c->tracker.on_end(c->sink, "TLS connection freed before the response ended");
   delete c;
   errno = saved;
 }
@@ -98,7 +170,7 @@ int ex_index() {
   return got;
 }
 
-// The tracker of a client SSL object, created on its first write; nullptr for servers and failures.
+// The state of an SSL object, created on its first write (client) or read; nullptr on failure.
 TlsConn* conn_of(SSL* ssl, bool create) {
   int idx = ex_index();
   auto get = TXRAY_REAL(SSL_get_ex_data, kSsl);
@@ -106,8 +178,8 @@ TlsConn* conn_of(SSL* ssl, bool create) {
   auto is_server = TXRAY_REAL(SSL_is_server, kSsl);
   if (idx < 0 || !get || !set || !is_server || !ssl) return nullptr;
   auto* c = static_cast<TlsConn*>(get(ssl, idx));
-  if (c || !create || is_server(ssl)) return c;
-  c = new (std::nothrow) TlsConn(ssl);
+  if (c || !create) return c;
+  c = new (std::nothrow) TlsConn(ssl, is_server(ssl) == 1);
   if (c && set(ssl, idx, c) != 1) {
     delete c;
     c = nullptr;
@@ -124,20 +196,36 @@ bool watching(const txray::HookGuard& guard) {
 TlsConn* before_write(SSL* ssl) {
   txray::SaveErrno keep;
   TlsConn* c = conn_of(ssl, true);
-  if (c && !c->tracker.opaque()) c->sink.before_write();
+  if (c && !c->server && !c->h2_active && !c->tracker.opaque()) c->sink.before_write();
   return c;
 }
 
 void sent(SSL* ssl, const void* buf, size_t n) {
   txray::SaveErrno keep;
-  if (TlsConn* c = conn_of(ssl, true); c && !c->tracker.opaque())
+  TlsConn* c = conn_of(ssl, true);
+  if (!c) return;
+  classify(c, ssl, buf, n);
+  if (c->h2_active) {
+    if (c->server) c->h2_server->on_write(static_cast<const char*>(buf), n);
+    else c->h2->on_sent(static_cast<const char*>(buf), n, c->h2_sink);
+  } else if (!c->server && !c->tracker.opaque()) {
     c->tracker.on_sent(static_cast<const char*>(buf), n, c->sink);
+  }
 }
 
 void received(SSL* ssl, const void* buf, size_t n) {
   txray::SaveErrno keep;
-  if (TlsConn* c = conn_of(ssl, false); c && !c->tracker.opaque())
+  auto is_server = TXRAY_REAL(SSL_is_server, kSsl);
+  // A server's state is created by its first read (the client speaks first); a client's by its write.
+  TlsConn* c = conn_of(ssl, is_server && is_server(ssl) == 1);
+  if (!c) return;
+  classify(c, ssl, buf, n);
+  if (c->h2_active) {
+    if (c->server) c->h2_server->on_read(static_cast<const char*>(buf), n);
+    else c->h2->on_received(static_cast<const char*>(buf), n, c->h2_sink);
+  } else if (!c->server && !c->tracker.opaque()) {
     c->tracker.on_received(static_cast<const char*>(buf), n, c->sink);
+  }
 }
 
 }  // namespace

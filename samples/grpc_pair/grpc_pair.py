@@ -2,9 +2,10 @@
 """A gRPC pair for txray (Debian's python3-grpcio): a back service, a front service that calls the
 back once per request, and a client that drives either.
 
-    grpc_pair.py back   [--listen 127.0.0.1:0]
+    grpc_pair.py back   [--listen 127.0.0.1:0] [--tls CERT KEY]
     grpc_pair.py front  [--listen 127.0.0.1:0] --back HOST:PORT
     grpc_pair.py client --target HOST:PORT [--method M] [--requests N] [--concurrency C] [--seconds S]
+                        [--tls-ca CERT]
 
 Services (full method names as they appear on the wire and in txray):
     /demo.Back/Get      unary: "item <key>" (2 ms; 400 ms for keys "slow-…"; key "missing" fails with NOT_FOUND)
@@ -13,7 +14,8 @@ Services (full method names as they appear on the wire and in txray):
     /demo.Front/Page    unary: calls /demo.Back/Get, answers "page(<back's answer>)"
 
 Messages are plain UTF-8 bytes (grpc's generic handlers with identity serializers), so the sample needs no
-generated stubs; on the wire it is ordinary gRPC over HTTP/2 (h2c, one channel = one connection).
+generated stubs; on the wire it is ordinary gRPC over HTTP/2 (h2c, one channel = one connection; with
+--tls / --tls-ca, HTTP/2 over TLS with ALPN h2).
 Each server prints "<role> listening on grpc port N" once it serves.
 """
 import argparse
@@ -74,12 +76,16 @@ def _stop(signum, frame):
     raise KeyboardInterrupt  # SIGTERM ends the server through its normal exit path (the agent flushes)
 
 
-def serve(role, listen, handler):
+def serve(role, listen, handler, tls=None):
     signal.signal(signal.SIGTERM, _stop)
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=32),
                          options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port(listen)
+    if tls:
+        with open(tls[0], "rb") as c, open(tls[1], "rb") as k:
+            port = server.add_secure_port(listen, grpc.ssl_server_credentials([(k.read(), c.read())]))
+    else:
+        port = server.add_insecure_port(listen)
     server.start()
     print("%s listening on grpc port %d" % (role, port), flush=True)
     try:
@@ -90,7 +96,11 @@ def serve(role, listen, handler):
 
 
 def client(args):
-    channel = grpc.insecure_channel(args.target)
+    if args.tls_ca:
+        with open(args.tls_ca, "rb") as f:
+            channel = grpc.secure_channel(args.target, grpc.ssl_channel_credentials(f.read()))
+    else:
+        channel = grpc.insecure_channel(args.target)
     grpc.channel_ready_future(channel).result(timeout=10)
     method = args.method
     streaming = method.endswith("/List")
@@ -138,6 +148,7 @@ def main():
     sub = ap.add_subparsers(dest="role", required=True)
     b = sub.add_parser("back")
     b.add_argument("--listen", default="127.0.0.1:0")
+    b.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     f = sub.add_parser("front")
     f.add_argument("--listen", default="127.0.0.1:0")
     f.add_argument("--back", required=True)
@@ -149,9 +160,10 @@ def main():
     c.add_argument("--concurrency", type=int, default=1)
     c.add_argument("--seconds", type=float, default=0)
     c.add_argument("--verbose", action="store_true")
+    c.add_argument("--tls-ca")
     args = ap.parse_args()
     if args.role == "back":
-        serve("back", args.listen, Back().handler())
+        serve("back", args.listen, Back().handler(), args.tls)
     elif args.role == "front":
         serve("front", args.listen, Front(args.back).handler())
     else:

@@ -15,6 +15,8 @@ the front service, which calls the back once per request. Checked:
   - the front's transactions are callees of the second client's rows, and the front's own calls to the
     back (made on grpcio's worker threads, where the agent cannot tell which stream they serve) are
     unattributed — never put into a front transaction — yet linked to their back transactions.
+Over TLS (ALPN h2; grpcio's OpenSSL sees the plaintext in SSL_read/SSL_write): the back's streams are
+transactions and the client's calls gRPC rows with their grpc-status (no traceparent goes into TLS).
 """
 import json
 import os
@@ -195,6 +197,35 @@ class GrpcTest(TxrayTestCase):
             self.assertEqual(t["name"], "POST /demo.Front/Page")
             self.assertEqual(grpc_rows(t), [], "a front transaction got a call the agent cannot place")
         self.assertEqual(front_calls(col.db), (5, 5))
+
+
+    def test_grpc_over_tls(self):
+        cert, key = os.path.join(self.tmp, "cert.pem"), os.path.join(self.tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=60)
+        with Collector(self.tmp) as col:
+            back, port = self.serve("back", agent_env(col.endpoint, app="tls-back"), "--tls", cert, key)
+            for method, n in (("/demo.Back/Get", 6), ("/demo.Back/Fail", 1)):
+                r = subprocess.run([PYTHON, PAIR, "client", "--target", f"127.0.0.1:{port}", "--tls-ca", cert,
+                                    "--method", method, "--requests", str(n), "--concurrency", str(n)],
+                                   env=agent_env(col.endpoint, app="tls-client", mode="process"),
+                                   capture_output=True, text=True, timeout=120)
+                self.assertIn(f"ok {n if n > 1 else 0} failed {0 if n > 1 else 1}", r.stdout, r.stderr)
+            wait_transactions(col.db, 7 + 2)
+            back.terminate()
+            back.wait(10)
+        txs = show_json(col.db, "--last", "100")
+        back_txs = [t for t in txs if t["app"] == "tls-back"]
+        self.assertEqual(sorted(t["name"] for t in back_txs), ["POST /demo.Back/Fail"] + ["POST /demo.Back/Get"] * 6)
+        self.assertEqual([t["error"] for t in back_txs if t["name"].endswith("Fail")],
+                         ["grpc-status 13 INTERNAL: back is broken"])
+        rows = [r for t in txs if t["app"] == "tls-client" for r in grpc_rows(t)]
+        self.assertEqual(len(rows), 7)
+        for r in rows:
+            self.assertEqual(r["attributes"]["rpc"], "grpc")
+            self.assertTrue(r["text"].startswith(f"grpc://127.0.0.1:{port}/demo.Back/"), r["text"])
+        self.assertEqual(sorted(r["attributes"]["grpc_status"] for r in rows), ["0"] * 6 + ["13"])
 
 
 if __name__ == "__main__":
