@@ -1,6 +1,7 @@
 #include "h2_client.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "traceparent.h"
@@ -19,7 +20,48 @@ int to_int(std::string_view v, int dflt) {
   return r;
 }
 
+// gRPC status code names (grpc/status.h), for the error text.
+const char* grpc_code_name(int c) {
+  static const char* const kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                       "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  return (c >= 0 && c <= 16) ? kNames[c] : "?";
+}
+
 }  // namespace
+
+// gRPC's grpc-message is percent-encoded (PROTOCOL-HTTP2.md): decoded for the error text.
+std::string grpc_unescape(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size() && out.size() < 512; ++i) {
+    if (v[i] == '%' && i + 2 < v.size()) {
+      char hex[3] = {v[i + 1], v[i + 2], 0};
+      char* end = nullptr;
+      long c = strtol(hex, &end, 16);
+      if (end == hex + 2) {
+        out.push_back(char(c));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(v[i]);
+  }
+  return out;
+}
+
+// "grpc-status 13 INTERNAL: message" for a failed gRPC call or stream.
+std::string grpc_error_text(int status, std::string_view message) {
+  char head[64];
+  std::snprintf(head, sizeof head, "grpc-status %d %s", status, grpc_code_name(status));
+  std::string e = head;
+  if (!message.empty()) {
+    e += ": ";
+    e += grpc_unescape(message);
+  }
+  return e;
+}
 
 class H2Client::OutSide final : public h2::Handler {
  public:
@@ -193,8 +235,17 @@ bool IoBytes::copy(size_t off, size_t n, char* dst) const {
 size_t H2Client::plan_insert(const IoBytes& buf, std::string& scratch, Insert* out, size_t max) {
   if (dead() || max == 0) return 0;
   int64_t rem = out_.frame_remaining();
-  if (rem < 0) return 0;
-  size_t pos = size_t(rem);
+  size_t pos;
+  if (rem >= 0) {
+    pos = size_t(rem);
+  } else {
+    // The last write ended inside a frame header: the rest of it starts this one.
+    uint8_t h[h2::kFrameHeader];
+    size_t have = out_.partial_header(h);
+    if (!have || !buf.copy(0, h2::kFrameHeader - have, reinterpret_cast<char*>(h) + have)) return 0;
+    if (h[3] == h2::HEADERS || h[3] == h2::CONTINUATION || h[3] == h2::PUSH_PROMISE) return 0;  // not decoded ahead
+    pos = h2::kFrameHeader - have + ((size_t(h[0]) << 16) | (size_t(h[1]) << 8) | h[2]);
+  }
   size_t k = 0;
   while (pos + h2::kFrameHeader <= buf.len && k < max) {
     uint8_t u[h2::kFrameHeader];

@@ -60,7 +60,7 @@ class H2CallSink {
 class H2Client {
  public:
   static constexpr size_t kMaxCalls = 256;
-  static constexpr size_t kMaxInsert = 128;  // an encoded traceparent field is 68 bytes
+  static constexpr size_t kMaxInsert = 128;  // an encoded traceparent field is 69 bytes
 
   void reset();
   bool dead() const { return out_.dead() || in_.dead(); }

@@ -24,48 +24,7 @@ int to_int(std::string_view v, int dflt) {
   return r;
 }
 
-// gRPC status code names (grpc/status.h), for the error text.
-const char* grpc_code_name(int c) {
-  static const char* const kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                       "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  return (c >= 0 && c <= 16) ? kNames[c] : "?";
-}
-
 }  // namespace
-
-// gRPC's grpc-message is percent-encoded (PROTOCOL-HTTP2.md): decoded for the error text.
-std::string grpc_unescape(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (size_t i = 0; i < v.size() && out.size() < 512; ++i) {
-    if (v[i] == '%' && i + 2 < v.size()) {
-      char hex[3] = {v[i + 1], v[i + 2], 0};
-      char* end = nullptr;
-      long c = strtol(hex, &end, 16);
-      if (end == hex + 2) {
-        out.push_back(char(c));
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(v[i]);
-  }
-  return out;
-}
-
-// "grpc-status 13 INTERNAL: message" for a failed gRPC call or stream.
-std::string grpc_error_text(int status, std::string_view message) {
-  char head[64];
-  std::snprintf(head, sizeof head, "grpc-status %d %s", status, grpc_code_name(status));
-  std::string e = head;
-  if (!message.empty()) {
-    e += ": ";
-    e += grpc_unescape(message);
-  }
-  return e;
-}
 
 class H2Server::ReqSide final : public h2::Handler {
  public:

@@ -59,6 +59,12 @@ int64_t FrameReader::frame_remaining() const {
   return -1;
 }
 
+size_t FrameReader::partial_header(uint8_t out[kFrameHeader]) const {
+  if (state_ != State::header || hdr_len_ == 0) return 0;
+  std::memcpy(out, hdr_, hdr_len_);
+  return hdr_len_;
+}
+
 bool FrameReader::decode_block(const char* p, size_t n, HeaderList* out, size_t* pseudo_end) {
   out->fields.clear();
   if (!inflater_) return false;

@@ -89,6 +89,9 @@ class FrameReader {
   // of the client preface) being read; 0: the next byte starts a frame header — or -1 when that cannot
   // be said (inside a frame header, or dead).
   int64_t frame_remaining() const;
+  // Inside a frame header (frame_remaining() is -1 then): copies the bytes of it read so far to out and
+  // returns how many (1-8); else 0.
+  size_t partial_header(uint8_t out[kFrameHeader]) const;
 
   // Decodes a complete HEADERS frame's header block ahead of feed(), for a frame that starts at stream
   // offset `at` (the bytes `frame`, header and payload, END_HEADERS set): the fields, and the offset in
