@@ -120,10 +120,12 @@ void peer_of(SSL* ssl, char* out, size_t cap) {
   }
 }
 
-// The first plaintext of a connection: HTTP/2 when it is the client preface (the client writes it, the
-// server reads it).
-void classify(TlsConn* c, SSL* ssl, const void* buf, size_t n) {
-  if (!c->fresh || n == 0) return;
+// The first plaintext the client sends (a client's first write, a server's first read): HTTP/2 when it
+// is the client preface. A server may write its SETTINGS before it reads the preface: its writes before
+// then are not looked at (they are whole frames without header blocks, so its frame reader starts at a
+// frame boundary).
+void classify(TlsConn* c, SSL* ssl, const void* buf, size_t n, bool read) {
+  if (!c->fresh || n == 0 || read != c->server) return;
   c->fresh = false;
   if (txray::h2::match_preface(static_cast<const char*>(buf), n) < 0) return;  // HTTP/1.x (clients only) or else
   if (c->server) {
@@ -204,7 +206,7 @@ void sent(SSL* ssl, const void* buf, size_t n) {
   txray::SaveErrno keep;
   TlsConn* c = conn_of(ssl, true);
   if (!c) return;
-  classify(c, ssl, buf, n);
+  classify(c, ssl, buf, n, false);
   if (c->h2_active) {
     if (c->server) c->h2_server->on_write(static_cast<const char*>(buf), n);
     else c->h2->on_sent(static_cast<const char*>(buf), n, c->h2_sink);
@@ -219,7 +221,7 @@ void received(SSL* ssl, const void* buf, size_t n) {
   // A server's state is created by its first read (the client speaks first); a client's by its write.
   TlsConn* c = conn_of(ssl, is_server && is_server(ssl) == 1);
   if (!c) return;
-  classify(c, ssl, buf, n);
+  classify(c, ssl, buf, n, true);
   if (c->h2_active) {
     if (c->server) c->h2_server->on_read(static_cast<const char*>(buf), n);
     else c->h2->on_received(static_cast<const char*>(buf), n, c->h2_sink);

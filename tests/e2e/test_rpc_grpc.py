@@ -212,7 +212,11 @@ class GrpcTest(TxrayTestCase):
                                    env=agent_env(col.endpoint, app="tls-client", mode="process"),
                                    capture_output=True, text=True, timeout=120)
                 self.assertIn(f"ok {n if n > 1 else 0} failed {0 if n > 1 else 1}", r.stdout, r.stderr)
-            wait_transactions(col.db, 7 + 2)
+            try:
+                wait_transactions(col.db, 7 + 2)
+            except AssertionError:
+                print(show_text(col.db, "--last", "20"), flush=True)
+                raise
             back.terminate()
             back.wait(10)
         txs = show_json(col.db, "--last", "100")
