@@ -59,6 +59,7 @@ printf '  median wall:       bare %8s  agent %8s  added %7s ns/call  ratio %s\n'
   "$(awk -v a="$ma" -v b="$mb" 'BEGIN{printf "%.3f", a/b}')"
 printf '  median client CPU: bare %8s  agent %8s  added %7s ns/call  ratio %s\n' "$cb" "$ca" "$((ca - cb))" \
   "$(awk -v a="$ca" -v b="$cb" 'BEGIN{printf "%.3f", a/b}')"
+sleep 1  # the collector commits every 250 ms
 n=$(/usr/bin/sqlite3 "file:$WORK/t.db?mode=ro" "SELECT count(*) FROM transactions WHERE app = 'bench-grpc-back'" 2>/dev/null || echo "?")
 echo "  back transactions stored: $n (expected about $((ROUNDS * (CALLS / CONC * CONC + 50))))"
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"
