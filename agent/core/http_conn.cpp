@@ -11,6 +11,8 @@
 
 namespace txray {
 
+HttpConn::~HttpConn() { delete h2; }  // the agent keeps its slots' HttpConns for good; tests do not
+
 void HttpConn::reset(std::string_view client, int fd_) {
   if (tx) on_close();  // the previous connection on this number ended unseen: its request ends now
   client_addr.assign(client);

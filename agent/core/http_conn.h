@@ -38,6 +38,10 @@ struct HttpConn {
   H2Server* h2 = nullptr;
   bool h2_active = false;
 
+  HttpConn() = default;
+  ~HttpConn();
+  HttpConn(const HttpConn&) = delete;
+  HttpConn& operator=(const HttpConn&) = delete;
   // A fresh connection (the slot's HttpConn is reused for the next connection on the same fd).
   void reset(std::string_view client, int fd = -1);
   // Bytes the program read from the connection.

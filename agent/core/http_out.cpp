@@ -48,6 +48,7 @@ struct HttpClientConn {
   H2State* h2 = nullptr;
   bool h2_active = false;
   bool fresh = true;  // nothing written since the connect
+  ~HttpClientConn() { delete h2; }
 };
 
 namespace http_out {
