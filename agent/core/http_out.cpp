@@ -177,7 +177,9 @@ void classify(HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) 
     memcpy(head + k, iov[i].iov_base, take);
     k += take;
   }
-  if (h2::match_preface(head, k) < 0) return;
+  // "PRI " tells the preface from HTTP/1.x methods (POST, PUT, PATCH); a first write shorter than that
+  // is taken as HTTP/1.x.
+  if (k < 4 || h2::match_preface(head, k) < 0) return;
   if (!c->h2) c->h2 = new (std::nothrow) H2State;
   if (!c->h2) {
     counters().internal_errors.fetch_add(1, std::memory_order_relaxed);

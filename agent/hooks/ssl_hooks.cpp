@@ -127,7 +127,8 @@ void peer_of(SSL* ssl, char* out, size_t cap) {
 void classify(TlsConn* c, SSL* ssl, const void* buf, size_t n, bool read) {
   if (!c->fresh || n == 0 || read != c->server) return;
   c->fresh = false;
-  if (txray::h2::match_preface(static_cast<const char*>(buf), n) < 0) return;  // HTTP/1.x (clients only) or else
+  // HTTP/1.x (clients only) or else; "PRI " tells the preface from POST, PUT, PATCH.
+  if (n < 4 || txray::h2::match_preface(static_cast<const char*>(buf), n) < 0) return;
   if (c->server) {
     if (txray::config().mode != txray::Mode::http) return;
     if (!c->h2_server) c->h2_server = new (std::nothrow) txray::H2Server;
