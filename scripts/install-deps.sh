@@ -13,6 +13,8 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev libcurl4-openssl-dev libssl-dev libpq-dev
   postgresql-15 postgresql-client-15
+  libmariadb-dev mariadb-server mariadb-client   # MySQL/MariaDB hooks' header; the server tests/e2e/test_mariadb.py starts
+  python3-mysqldb python3-pymysql                # Python MySQL drivers of test_mariadb (C over libmariadb; pure Python)
   curl python3 procps
   nginx openjdk-17-jdk-headless   # fronts of the attribution tests (tests/e2e/test_attr_*.py)
   nodejs                          # bench/node_hints (Node.js >= 18; the machine has 20)

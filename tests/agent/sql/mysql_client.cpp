@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
   // A connection that fails: a user the server does not know.
   MYSQL* bad = mysql_init(nullptr);
-  if (mysql_real_connect(bad, host, "nobody_secret_user", "pw-secret-0", dbname, port, nullptr, 0))
+  if (mysql_real_connect(bad, host, "nobody", "pw-secret-0", dbname, port, nullptr, 0))
     std::printf("bad connect: connected?\n");
   else
     std::printf("bad connect: error %u %s\n", mysql_errno(bad), mysql_sqlstate(bad));
