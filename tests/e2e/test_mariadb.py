@@ -14,7 +14,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "samples"))
 from mariadbserver import MariaDbServer, available  # noqa: E402
+from sampletools import Server, orders_bench, orders_call  # noqa: E402
 from txraytest import (BIN, Collector, TxrayTestCase, agent_env, bare_env, check_sums, show_json,  # noqa: E402
                        wait_transactions)
 
@@ -188,6 +190,40 @@ class MariaDb(TxrayTestCase):
         self.assertEqual(len(closes), 1, (sockets, steps_of(tx, "SOCKET_CLOSE")))
         self.assertGreater(closes[0]["bytes_read"], 500)
         self.check_no_literals(store)
+
+    def test_orders_sample_on_mariadb(self):
+        """samples/orders with --mariadb: loads the tables on first start (bare, not traced),
+        then serves under the agent; each request's prepared lookup is an SQL row with its binds, and the
+        unpooled service shows a DB_CONNECT (and its PREPAREs) in every request."""
+        url = f"mysql://root@127.0.0.1:{self.server.port}/{self.server.database}"
+        orders = os.path.join(BIN, "txray-orders")
+        loader = Server([orders, "--mariadb", url, "--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0"],
+                        channels=("http",), timeout=300)
+        self.assertEqual(loader.stop(), 0)
+        with Collector(self.tmp) as c:
+            n = 0
+            for app, extra in (("orders-my-pooled", []), ("orders-my-nopool", ["--no-pool"])):
+                server = Server([orders, "--mariadb", url, *extra, "--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0"],
+                                channels=("http", "tcp"), env=agent_env(c.endpoint, app=app))
+                try:
+                    self.assertEqual(orders_call("http-binary", "GetOrderStatus", 42, http=server.addr("http"))["status"],
+                                     orders_call("http-binary", "GetOrderStatus", 42, http=server.addr("http"))["status"])
+                    rows = orders_bench(tcp=server.addr("tcp"), http=server.addr("http"), channels=["http-binary"],
+                                        methods=["GetOrderStatus", "GetCustomers50"], clients=1, seconds=0.3, rounds=1)
+                finally:
+                    self.assertEqual(server.stop(), 0)
+                self.assertTrue(all(r["errors"] == 0 for r in rows.values()), rows)
+                n += 2 + sum(r["calls"] for r in rows.values())
+            wait_transactions(c.db, n)
+            pooled = show_json(c.db, "--app", "orders-my-pooled", "--last", "100000")
+            unpooled = show_json(c.db, "--app", "orders-my-nopool", "--last", "100000")
+        status = [s for tx in pooled for s in steps_of(tx, "SQL") if s["text"] == "SELECT status FROM orders WHERE id = ?"]
+        self.assertTrue(status, [s["text"] for tx in pooled for s in steps_of(tx, "SQL")])
+        self.assertTrue(all(s["rows"] == 1 and s["attributes"]["binds"] == "int" for s in status), status)
+        customers = [s for tx in pooled for s in steps_of(tx, "SQL") if s["text"].startswith("SELECT id, name, company")]
+        self.assertTrue(customers and all(s["rows"] == 50 and s["attributes"]["binds"] == "int, int" for s in customers))
+        self.assertTrue(all(len(steps_of(tx, "DB_CONNECT")) == 1 for tx in unpooled), "a connection per request")
+        self.assertTrue(all(steps_of(tx, "DB_CONNECT")[0]["attributes"]["db.system"] == "mariadb" for tx in unpooled))
 
 
 if __name__ == "__main__":
