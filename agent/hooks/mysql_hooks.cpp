@@ -308,6 +308,10 @@ extern "C" void mysql_close(MYSQL* m) {
   HookGuard guard(HookFamily::sql);
   Transaction* tx = guard && m && c ? rec::current() : nullptr;
   if (!tx) return real(m);
+  if (c->pending.active) {  // a send whose answer was never read
+    c->pending.active = false;
+    rec::close_sql(c->pending.step, {.text = &c->pending_text, .fingerprint = c->pending_fingerprint});
+  }
   StepRef step = rec::open(tx, StepKind::MESSAGE);
   rec::set_text(step, "mysql_close " + c->label);
   real(m);

@@ -72,15 +72,15 @@ class MariaDb(TxrayTestCase):
     def tearDownClass(cls):
         cls.server.stop()
 
-    def traced_run(self, args, reset):
-        """Runs args bare and under the agent (process mode), `reset` SQL before each; returns
-        (bare, traced, tx, store bytes)."""
+    def traced_run(self, args, reset, extra=None):
+        """Runs args bare and under the agent (process mode, `extra` environment), `reset` SQL before each;
+        returns (bare, traced, tx, store bytes)."""
         run = lambda env: subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
         self.server.sql(reset)
         bare = run(bare_env())
         self.server.sql(reset)
         with Collector(self.tmp) as col:
-            traced = run(agent_env(col.endpoint, mode="process"))
+            traced = run(agent_env(col.endpoint, mode="process", extra=extra))
             wait_transactions(col.db, 1)
         [tx] = show_json(col.db, "--last", "5")
         check_sums(self, tx)
@@ -142,6 +142,23 @@ class MariaDb(TxrayTestCase):
         [close] = [s for s in steps_of(tx, "MESSAGE") if s["text"].startswith("mysql_close ")]
         self.assertEqual(close["text"], f"mysql_close mysql://root@127.0.0.1:{port}/txray")
         self.check_no_literals(store)
+
+    def test_c_api_raw_mode_keeps_values(self):
+        """TXRAY_SQL=raw: the texts, the bind values as each execution sent them (the buffers are read again
+        at every mysql_stmt_execute) and the server's messages, unmasked."""
+        bare, traced, tx, store = self.traced_run(
+            [CLIENT, "127.0.0.1", str(self.server.port), "root", self.server.database], "DROP TABLE IF EXISTS accounts",
+            extra={"TXRAY_SQL": "raw"})
+        self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout))
+        sql = steps_of(tx, "SQL")
+        self.assertEqual(sql[1]["text"][:60], "INSERT INTO accounts VALUES (1, 'o\\'neil-secret-1', 10.50, \"")
+        selects = [s for s in sql if s["text"] == "SELECT owner FROM accounts WHERE id >= ? AND owner <> ?"]
+        self.assertEqual([s["attributes"]["binds"] for s in selects], ["2, 'bind-secret-6'", "3, 'bind-secret-6'"])
+        inserts = [s["attributes"]["binds"] for s in sql if s["text"].startswith("INSERT INTO accounts (id, owner, balance)")]
+        self.assertEqual(inserts, ["10, 'stmt-secret-7', NULL", "11, 'stmt-secret-8', NULL",
+                                   "12, 'stmt-secret-9', NULL", "1, 'stmt-secret-10', NULL"])
+        self.assertEqual(sql[6]["error"], "ERROR 1062 (23000): Duplicate entry '1' for key 'PRIMARY'")
+        self.assertIn(b"secret", store)
 
     def run_python(self, driver):
         table = f"people_{driver.lower()}"
