@@ -96,6 +96,7 @@ void fail(Transaction* tx, const StepRef& step, unsigned int code, const char* s
 }
 
 void fail_conn(Transaction* tx, const StepRef& step, MYSQL* m) {
+  if (!m) return fail(tx, step, 2000, "HY000", "no connection handle");
   auto no = TXRAY_REAL(mysql_errno, kLib);
   auto state = TXRAY_REAL(mysql_sqlstate, kLib);
   auto msg = TXRAY_REAL(mysql_error, kLib);
