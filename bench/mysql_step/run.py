@@ -10,7 +10,7 @@ neighbours and the server) and wall ns, what the agent adds and the ratio. Then,
 counts the instructions of the measured loop (run_statements) under valgrind's callgrind, bare and with
 the agent (a row per statement): machine load does not move those.
 
-    bench/mysql_step/run.py BUILD_DIR        (env: N=20000 ROUNDS=5 BATCH=500 CG_N=2000 CALLGRIND=1)
+    bench/mysql_step/run.py BUILD_DIR        (env: N=10000 ROUNDS=5 BATCH=500 CG_N=2000 CALLGRIND=1)
 """
 import os
 import re
@@ -29,7 +29,7 @@ os.environ.setdefault("TXRAY_BUILD_DIR", BUILD)
 BIN = os.path.join(BUILD, "bin", "txray-bench-mysql-step")
 AGENT = os.path.join(BUILD, "lib", "libtxray-agent.so")
 TXRAY = os.path.join(BUILD, "bin", "txray")
-N = int(os.environ.get("N", "20000"))
+N = int(os.environ.get("N", "10000"))
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 BATCH = int(os.environ.get("BATCH", "500"))
 CG_N = int(os.environ.get("CG_N", "2000"))
