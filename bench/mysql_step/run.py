@@ -83,6 +83,8 @@ def main():
                     counts[label] = instructions(out) / (CG_N + 200)  # + the warm-up, also in run_statements
                 b, a = counts["bare"], counts["agent"]
                 print(f"    {kind}: bare {b:,.0f}, agent {a:,.0f}: added {a - b:+,.0f} instructions (x{a / b:.3f})")
+        elif CALLGRIND:
+            print("  callgrind: skipped (valgrind is not installed: apt-get install valgrind)")
     finally:
         server.stop()
         collector.terminate()
