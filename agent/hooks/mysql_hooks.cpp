@@ -175,6 +175,12 @@ void finish_query(Transaction* tx, MYSQL* m, sql::MysqlConnection& c, StepRef& s
   rec::close_sql(step, row);
 }
 
+// A query outside any transaction: the result set of an earlier query (whose rows were never read) must
+// not collect this one's rows.
+void forget_result(MYSQL* m) {
+  if (sql::MysqlConnection* c = connections().find(m)) c->last.active = false;
+}
+
 // rows and fetch time read after the row closed.
 void end_run(sql::OpenExecution& run) {
   if (!run.active) return;
@@ -187,7 +193,10 @@ int query_hook(MYSQL* m, const char* q, unsigned long len, Call call) {
   HookGuard guard(HookFamily::sql);
   if (!guard || !m) return call();
   Transaction* tx = rec::current();
-  if (!tx) return call();
+  if (!tx) {
+    forget_result(m);
+    return call();
+  }
   sql::MysqlConnection& c = state_of(m);
   c.last.active = false;  // an unread result set is gone with the next query
   Described d = describe(m, q, len);
@@ -340,7 +349,10 @@ extern "C" int mysql_send_query(MYSQL* m, const char* q, unsigned long len) {
   HookGuard guard(HookFamily::sql);
   if (!guard || !m) return real(m, q, len);
   Transaction* tx = rec::current();
-  if (!tx) return real(m, q, len);
+  if (!tx) {
+    forget_result(m);
+    return real(m, q, len);
+  }
   sql::MysqlConnection& c = state_of(m);
   c.last.active = false;
   sql::PendingQuery& pq = c.pending;
