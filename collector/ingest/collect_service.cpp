@@ -222,11 +222,12 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
 }
 
 void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
-                  bool final_line) {
+                  bool final_line, const BatchTap* tap = nullptr) {
   uint64_t recv = s.received_tx, stored = s.stored_tx;
   std::string full;
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
+  if (tap) full += tap->status();
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
@@ -266,6 +267,7 @@ class Receiver {
     note_drops(*batch.batch);
     uint64_t n = static_cast<uint64_t>(batch.batch->transactions_size());
     stats_.received_tx += n;
+    if (opts_.tap) opts_.tap->offer(msg.data(), msg.size(), *batch.batch);  // copies and queues, never waits
     using namespace std::chrono_literals;
     // Block while the writer catches up (back-pressure). The queue is closed only after the last
     // receive, so this always ends with the batch queued. Its weight is the decoded size (the arena's),
@@ -455,7 +457,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     auto now = Clock::now();
     double secs = std::chrono::duration<double>(now - last_status).count();
     if (secs < opts.status_interval_s) return;
-    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
+    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false, opts.tap);
     prev_recv = stats.received_tx;
     prev_stored = stats.stored_tx;
     last_status = now;
@@ -514,8 +516,9 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     zap->stop();
   }
   store->stop();
+  if (opts.tap) opts.tap->finish(opts.tap_finish);
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
-  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
+  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true, opts.tap);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "batch_tap.h"
 #include "decoder.h"
 
 namespace txray::ingest {
@@ -26,6 +27,8 @@ struct CollectOptions {
   size_t commit_rows = 50000;                 // rows per SQLite transaction, at most (roughly)
   std::chrono::milliseconds commit_window{250};  // and at most this long before a commit
   std::chrono::milliseconds commit_idle{20};     // … or commit when no batch came for this long
+  BatchTap* tap = nullptr;  // not owned: gets every accepted batch beside the store (OTLP export), or none
+  std::chrono::milliseconds tap_finish{5000};     // at stop, how long the tap may take to deliver its queue
 };
 
 // Counters shared by the two threads; read for the status line and the final summary.
