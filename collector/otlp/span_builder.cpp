@@ -110,24 +110,27 @@ void set_error(Span& span, const std::string& message) {
 }
 
 // SQL rows: which database. See DbMemory in the header for the order of evidence.
-DbMemory::Db sql_db(const v1::Step& s, const DbMemory::Db* in_tx, const DbMemory::Db* process) {
-  DbMemory::Db db;
-  std::string_view err = s.error();
-  if (err.rfind("SQLite error", 0) == 0 || wire_attr(s.attributes(), "binds")) db.system = "sqlite";
-  else if (wire_attr(s.attributes(), "sqlstate") || wire_attr(s.attributes(), "params")) db.system = "postgresql";
+DbMemory::Db sql_db(const v1::Step& s, const DbMemory::Db* in_tx, DbMemory& dbs, uint64_t instance) {
+  std::string own;  // evidence only one library leaves on its rows
+  if (s.error().rfind("SQLite error", 0) == 0 || wire_attr(s.attributes(), "binds")) own = "sqlite";
+  else if (wire_attr(s.attributes(), "sqlstate") || wire_attr(s.attributes(), "params")) own = "postgresql";
+  if (!own.empty()) dbs.note_system(instance, own);
+  const DbMemory::Db* process = dbs.only(instance);
   for (const DbMemory::Db* known : {in_tx, process}) {
-    if (known && (db.system.empty() || db.system == known->system)) return *known;
+    if (known && !known->system.empty() && (own.empty() || own == known->system)) return *known;
   }
-  if (db.system.empty()) db.system = "other_sql";
+  DbMemory::Db db;
+  db.system = own.empty() ? "other_sql" : own;
   return db;
 }
 
-void add_step_span(Span& span, const v1::Step& s, int row, const DbMemory::Db* in_tx, const DbMemory::Db* process) {
+void add_step_span(Span& span, const v1::Step& s, int row, const DbMemory::Db* in_tx, DbMemory& dbs,
+                   uint64_t instance) {
   Attrs& a = *span.mutable_attributes();
   using SK = Span::SpanKind;
   switch (s.kind()) {
     case v1::SQL: {
-      DbMemory::Db db = sql_db(s, in_tx, process);
+      DbMemory::Db db = sql_db(s, in_tx, dbs, instance);
       std::string op = sql_operation(s.text());
       span.set_kind(SK::Span_SpanKind_SPAN_KIND_CLIENT);
       span.set_name(op.empty() ? db.system : op);
@@ -404,10 +407,12 @@ void DbMemory::note(uint64_t instance, const v1::Step& connect) {
   if (!parse_connect(connect, db)) return;
   auto [it, fresh] = seen_.try_emplace(instance);
   Seen& s = it->second;
-  if (fresh) {
-    s.db = db;
+  if (fresh || (s.db.system == db.system && !s.connected && !s.several_systems)) {
+    s.db = db;  // the first connection, or the first after a row of the same system told the system only
+    s.connected = true;
     return;
   }
+  s.connected = true;
   if (s.db.system != db.system) {
     s.several_systems = true;
   } else if (s.db.nspace != db.nspace || s.db.host != db.host || s.db.port != db.port) {
@@ -416,6 +421,12 @@ void DbMemory::note(uint64_t instance, const v1::Step& connect) {
     s.db.host.clear();
     s.db.port = 0;
   }
+}
+
+void DbMemory::note_system(uint64_t instance, const std::string& system) {
+  auto [it, fresh] = seen_.try_emplace(instance);
+  if (fresh) it->second.db.system = system;
+  else if (it->second.db.system != system) it->second.several_systems = true;
 }
 
 const DbMemory::Db* DbMemory::only(uint64_t instance) const {
@@ -445,7 +456,6 @@ BuildCounts add_batch(const v1::Batch& batch, ExportRequest& req, DbMemory& dbs)
     Span* root = scope->add_spans();
     fill_tx_span(*root, tx, trace);
     ++counts.spans;
-    const DbMemory::Db* process_db = dbs.only(instance);
     // span index (into scope->spans) of each row that is a span, -1 for events
     std::vector<int> span_of(static_cast<size_t>(tx.steps_size()), -1);
     std::vector<uint64_t> id_of(static_cast<size_t>(tx.steps_size()), 0);
@@ -477,7 +487,7 @@ BuildCounts add_batch(const v1::Batch& batch, ExportRequest& req, DbMemory& dbs)
       span->set_end_time_unix_nano(tx.start_unix_ns() + s.start_offset_ns() + s.elapsed_ns());
       DbMemory::Db in_tx;
       bool have_in_tx = s.kind() == v1::SQL && connect_before(tx, i, in_tx);
-      add_step_span(*span, s, i, have_in_tx ? &in_tx : nullptr, process_db);
+      add_step_span(*span, s, i, have_in_tx ? &in_tx : nullptr, dbs, instance);
       span_of[static_cast<size_t>(i)] = scope->spans_size() - 1;
       id_of[static_cast<size_t>(i)] = id;
       ++counts.spans;

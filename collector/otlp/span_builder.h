@@ -22,11 +22,12 @@ namespace txray::otlp {
 namespace otpb = opentelemetry::proto;
 using ExportRequest = otpb::collector::trace::v1::ExportTraceServiceRequest;
 
-// The database a SQL row ran against. SQL rows carry no system name on the wire, a DB_CONNECT row does
-// ("sqlite:<file>", "postgresql://user@host:port/db"): the builder remembers per agent instance the
-// connections it has seen and names a SQL row's system from (in this order) its own evidence (an error
-// text or attribute only one library writes), the last connection opened earlier in its transaction, or
-// the only kind of database its process was seen to connect to; else "other_sql".
+// The database a SQL row ran against. SQL rows carry no system name on the wire; a DB_CONNECT row does
+// ("sqlite:<file>", "postgresql://user@host:port/db"), and some rows leave evidence only one library
+// writes (SQLite: "binds", "SQLite error …"; libpq: "params", "sqlstate"). The builder remembers per agent
+// instance what it has seen and names a SQL row's database from the last connection opened earlier in its
+// transaction, else the only database (or kind of database) its process was seen to use, else the row's
+// own evidence; else "other_sql" (a process whose first rows leave no evidence: docs/otlp.md).
 class DbMemory {
  public:
   struct Db {
@@ -37,7 +38,10 @@ class DbMemory {
   };
   // Notes a DB_CONNECT row (its text and "database"/"host"/"port" attributes) of an agent instance.
   void note(uint64_t instance, const v1::Step& connect);
-  // The database of a process that connected to one only (system and namespace agree), else nullptr.
+  // Notes that a row of an agent instance showed it uses this system.
+  void note_system(uint64_t instance, const std::string& system);
+  // What is known of the database of a process that used one system only (its namespace when it
+  // connected to one database only), else nullptr.
   const Db* only(uint64_t instance) const;
 
   static bool parse_connect(const v1::Step& connect, Db& out);
@@ -47,6 +51,7 @@ class DbMemory {
     Db db;
     bool several_systems = false;
     bool several_namespaces = false;
+    bool connected = false;  // db came from a DB_CONNECT row (not only from a row's evidence)
   };
   std::unordered_map<uint64_t, Seen> seen_;
 };
