@@ -1,6 +1,7 @@
 #include "exporter.h"
 
 #include <curl/curl.h>
+#include <google/protobuf/arena.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -105,14 +106,20 @@ void Exporter::run() {
     }
     Item item;
     if (!pop(item, Clock::now() + std::chrono::milliseconds(200))) continue;
-    ExportRequest req;
+    // One arena per request holds the decoded batches and the spans: a few block allocations instead of
+    // one per span, attribute and string (the collector runs with one malloc arena for all its threads).
+    google::protobuf::ArenaOptions ao;
+    ao.start_block_size = 1u << 20;
+    ao.max_block_size = 8u << 20;
+    google::protobuf::Arena arena(ao);
+    auto* req = google::protobuf::Arena::CreateMessage<ExportRequest>(&arena);
     BuildCounts total;
     auto deadline = Clock::now() + opts_.linger;
     while (true) {
-      v1::Batch batch;
-      ingest::DecodeResult r = ingest::decode_batch(item.bytes.data(), item.bytes.size(), batch, opts_.limits);
+      auto* batch = google::protobuf::Arena::CreateMessage<v1::Batch>(&arena);
+      ingest::DecodeResult r = ingest::decode_batch(item.bytes.data(), item.bytes.size(), *batch, opts_.limits);
       if (r.ok()) {
-        BuildCounts c = add_batch(batch, req, dbs);
+        BuildCounts c = add_batch(*batch, *req, dbs);
         total.transactions += c.transactions;
         total.spans += c.spans;
         total.events += c.events;
@@ -124,8 +131,7 @@ void Exporter::run() {
     }
     if (total.spans == 0) continue;
     if (!sender) sender = std::make_unique<HttpSender>(url_, opts_.headers, static_cast<long>(opts_.timeout.count()), &abort_);
-    std::string body = req.SerializeAsString();
-    req.Clear();
+    std::string body = req->SerializeAsString();
     if (opts_.gzip) body = gzip(body);
     send(*sender, body, total.transactions, total.spans);
   }
@@ -160,6 +166,10 @@ void Exporter::send(HttpSender& sender, const std::string& body, uint64_t transa
       if (int64_t since = stats_.refused_since_ns.exchange(0); since != 0)
         std::fprintf(stderr, "txray collect: otlp: %s takes spans again after %.1f s\n", url_.c_str(),
                      (steady_ns() - since) / 1e9);
+      return;
+    }
+    if (abort_.load()) {  // stopping: the request in hand is lost like the queue
+      stats_.dropped_tx += transactions;
       return;
     }
     stats_.last_refusal = r.http_status;

@@ -5,6 +5,7 @@
 //
 //   node receiver.js --port P --out FILE [--refuse-for S] [--refuse-status 503] [--retry-after 1]
 //
+// --discard 1: accept without decoding (to measure the exporter, not this receiver).
 // --refuse-for S: from the first request on, answer --refuse-status (with Retry-After) for S seconds,
 // then 200. GET /stats answers {"requests", "refused", "accepted", "spans", "bad"} as JSON.
 "use strict";
@@ -24,6 +25,7 @@ const out = fs.openSync(args.out, "a");
 const refuseFor = Number(args["refuse-for"] || 0) * 1000;
 const refuseStatus = Number(args["refuse-status"] || 503);
 const retryAfter = args["retry-after"] || "1";
+const discard = args.discard === "1";
 const stats = { requests: 0, refused: 0, accepted: 0, spans: 0, bad: 0, gzip: 0 };
 let firstRequest = 0;
 
@@ -94,6 +96,12 @@ const server = http.createServer((rq, rs) => {
       return;
     }
     let n;
+    if (discard) {
+      stats.accepted++;
+      rs.writeHead(200, { "Content-Type": "application/x-protobuf" });
+      rs.end();
+      return;
+    }
     try {
       let body = Buffer.concat(chunks);
       if (rq.headers["content-type"] !== "application/x-protobuf") throw new Error(`content-type ${rq.headers["content-type"]}`);
