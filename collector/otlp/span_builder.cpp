@@ -405,6 +405,7 @@ bool DbMemory::parse_connect(const v1::Step& s, Db& out) {
 void DbMemory::note(uint64_t instance, const v1::Step& connect) {
   Db db;
   if (!parse_connect(connect, db)) return;
+  bound();
   auto [it, fresh] = seen_.try_emplace(instance);
   Seen& s = it->second;
   if (fresh || (s.db.system == db.system && !s.connected && !s.several_systems)) {
@@ -423,7 +424,14 @@ void DbMemory::note(uint64_t instance, const v1::Step& connect) {
   }
 }
 
+void DbMemory::bound() {
+  // One entry per process seen: a collector that outlives many short processes forgets them all at
+  // once now and then (their rows are then named from their own evidence until a connection is seen).
+  if (seen_.size() >= kMaxInstances) seen_.clear();
+}
+
 void DbMemory::note_system(uint64_t instance, const std::string& system) {
+  bound();
   auto [it, fresh] = seen_.try_emplace(instance);
   if (fresh) it->second.db.system = system;
   else if (it->second.db.system != system) it->second.several_systems = true;

@@ -47,6 +47,8 @@ class DbMemory {
   static bool parse_connect(const v1::Step& connect, Db& out);
 
  private:
+  static constexpr size_t kMaxInstances = 100000;
+  void bound();
   struct Seen {
     Db db;
     bool several_systems = false;
