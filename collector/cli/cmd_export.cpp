@@ -1,4 +1,5 @@
 // txray export --db FILE --otlp-endpoint URL [--since T] [--until T] [--app NAME] [--otlp-header K=V]...
+//              [--give-up-after S]
 // Sends a stored range to an OpenTelemetry back-end over OTLP/HTTP: the same spans (and ids) as
 // `txray collect --otlp-endpoint` forwards live (docs/otlp.md).
 #include <CLI/CLI.hpp>
@@ -29,12 +30,18 @@ int export_main(int argc, char** argv) {
   app.add_option("--since", since, "transactions ending at or after T (unix seconds, ISO 8601, or -15m/-2h/-1d)");
   app.add_option("--until", until, "transactions ending at or before T");
   app.add_option("--app", app_name, "only this application");
+  int64_t give_up_s = opts.max_retry.count();
+  app.add_option("--give-up-after", give_up_s,
+                 "seconds a request refused by the back-end (429/5xx, no answer) is retried before it counts as failed")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  opts.max_retry = std::chrono::seconds(give_up_s);
   std::string why;
   if (!otlp::header_lines(headers, opts.headers, &why) || !otlp::valid_endpoint(opts.endpoint, &why)) {
     std::fprintf(stderr, "txray export: %s\n", why.c_str());

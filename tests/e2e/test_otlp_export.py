@@ -10,13 +10,14 @@ sends the same spans again (same ids).
 """
 import os
 import subprocess
+import time
 import unittest
 import urllib.error
 import urllib.request
 
 from otlptest import SPAN_KIND, STATUS_ERROR, Receiver, otlp_status
-from txraytest import (BIN, PYTHON, SOURCE_DIR, TXRAY, Collector, TxrayTestCase, agent_env, free_port, show_json,
-                       wait_port, wait_transactions)
+from txraytest import (BIN, PYTHON, SOURCE_DIR, TXRAY, Collector, TxrayTestCase, agent_env, free_port,
+                       send_batches, show_json, wait_for, wait_port, wait_transactions)
 
 FRONT = os.path.join(BIN, "two_service_front")
 BACK = os.path.join(BIN, "two_service_back")
@@ -211,6 +212,30 @@ class OtlpExportTest(TxrayTestCase):
         self.assertIn("0 transactions selected", r.stderr)
         rec.stop()
         rec2.stop()
+
+    def test_backend_away(self):
+        """No back-end at all: storing goes on, the status line says so, the collector exits within its
+        bound (5 s for the export) and counts what it could not deliver; `txray export` gives up after
+        --give-up-after and exits 1; a bad endpoint is refused."""
+        port = free_port()  # nothing listens there
+        col = Collector(self.tmp, extra_args=["--otlp-endpoint", f"http://127.0.0.1:{port}"])
+        with col:
+            send_batches(col.endpoint, "--transactions", 200, "--per-batch", 50, "--steps", 4)
+            wait_transactions(col.db, 200)
+            wait_for(lambda: "REFUSED for" in col.log_text(), timeout=20, what="the status line saying REFUSED")
+            t0 = time.monotonic()
+        self.assertLess(time.monotonic() - t0, 15, "the collector's exit waited for the absent back-end")
+        st = otlp_status(col.log_text())
+        self.assertEqual((st["sent_tx"], st["dropped"], st["queued"]), (0, 200, 0), st["line"])
+        self.assertIn("no answer", col.log_text())
+        r = subprocess.run([TXRAY, "export", "--db", col.db, "--otlp-endpoint", f"http://127.0.0.1:{port}",
+                            "--give-up-after", "2"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("200 transactions selected, 0 sent", r.stderr)
+        r = subprocess.run([TXRAY, "collect", "--db", os.path.join(self.tmp, "x.db"), "--otlp-endpoint",
+                            "tcp://127.0.0.1:4318"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("http://", r.stderr)
 
 
 if __name__ == "__main__":
