@@ -266,6 +266,7 @@ void fill_tx_span(Span& span, const v1::Transaction& tx, const std::string& trac
     if (method) put(a, "http.request.method", *method);
     else if (sp != std::string_view::npos) put(a, "http.request.method", name.substr(0, sp));
     if (sp != std::string_view::npos) put(a, "url.path", name.substr(sp + 1));
+    put(a, "url.scheme", "http");  // inbound transactions are plain HTTP (TLS servers make none)
     if (const std::string* q = wire_attr(wa, "query")) put(a, "url.query", *q);
     if (const std::string* ua = wire_attr(wa, "user_agent")) put(a, "user_agent.original", *ua);
     if (const std::string* host = wire_attr(wa, "host")) {

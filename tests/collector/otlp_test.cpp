@@ -128,6 +128,7 @@ TEST(OtlpSpans, TransactionCallsAndEvents) {
   auto ra = attrs_of(root.attributes());
   EXPECT_EQ(ra["http.request.method"]->string_value(), "GET");
   EXPECT_EQ(ra["url.path"]->string_value(), "/items");
+  EXPECT_EQ(ra["url.scheme"]->string_value(), "http");
   EXPECT_EQ(ra["http.response.status_code"]->int_value(), 200);
   EXPECT_EQ(ra["client.address"]->string_value(), "10.0.0.9");
   EXPECT_EQ(ra["client.port"]->int_value(), 5555);
