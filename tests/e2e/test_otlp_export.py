@@ -22,6 +22,7 @@ from txraytest import (BIN, PYTHON, SOURCE_DIR, TXRAY, Collector, TxrayTestCase,
 FRONT = os.path.join(BIN, "two_service_front")
 BACK = os.path.join(BIN, "two_service_back")
 SHOP = os.path.join(SOURCE_DIR, "samples", "py_sqlite_app", "app.py")
+SQLITE3 = "/usr/bin/sqlite3"
 ORDERS = 30
 SHOP_REQUESTS = [("GET", "/items?limit=7"), ("GET", "/item/5"), ("GET", "/item/9999"), ("GET", "/search?q=item-00"),
                  ("GET", "/report"), ("POST", "/orders?item=3&qty=2"), ("GET", "/fail")] * 3
@@ -57,14 +58,18 @@ class OtlpExportTest(TxrayTestCase):
         for i in range(ORDERS):
             self.assertEqual(get(fport, f"/order/{i}"), 200)
         statuses = [get(sport, path, method) for method, path in SHOP_REQUESTS]
+        # A command-line SQL tool in process mode: one INTERNAL span, its connection inside it.
+        cli_db = os.path.join(self.tmp, "cli.db")
+        subprocess.run([SQLITE3, cli_db, "CREATE TABLE t(a); INSERT INTO t VALUES (1), (2); SELECT a FROM t;"],
+                       env=agent_env(col.endpoint, app="cli", mode="process"), check=True, capture_output=True)
         self.assertIn(500, statuses)  # /fail: a failed statement
-        wait_transactions(col.db, 2 * ORDERS + len(SHOP_REQUESTS))
+        wait_transactions(col.db, 2 * ORDERS + len(SHOP_REQUESTS) + 1)
         for p in (front, back, shop):
             p.terminate()
             p.wait(timeout=10)
-        return bport, shop_db
+        return bport, {"shop": shop_db, "cli": cli_db}
 
-    def check_spans(self, txs, spans, bport, shop_db, export=False):
+    def check_spans(self, txs, spans, bport, dbs, export=False):
         by_id = {}
         for s in spans:
             self.assertNotIn(s["span_id"], by_id, f"span id {s['span_id']} twice")
@@ -81,7 +86,8 @@ class OtlpExportTest(TxrayTestCase):
             self.assertEqual(root["trace_id"], t["trace_id"])
             self.assertEqual(root["parent_span_id"], "" if t["parent_span_id"] == "0000000000000000"
                              else t["parent_span_id"])
-            self.assertEqual(root["kind"], SPAN_KIND["SERVER"])
+            process = t["kind"] == "process"
+            self.assertEqual(root["kind"], SPAN_KIND["INTERNAL" if process else "SERVER"])
             self.assertEqual(root["name"], t["name"])
             self.assertEqual(int(root["start"]), t["start_unix_ns"])
             self.assertEqual(int(root["end"]), t["start_unix_ns"] + t["elapsed_ns"])
@@ -89,8 +95,13 @@ class OtlpExportTest(TxrayTestCase):
             self.assertEqual(a["txray.cpu_ns"], t["cpu_ns"])
             self.assertEqual(a["txray.sql_ns"], t["sql_ns"])
             self.assertEqual(a["txray.call_ns"], t["call_ns"])
-            self.assertEqual(a["http.request.method"], t["name"].split(" ")[0])
-            self.assertEqual(a["http.response.status_code"], t["status"])
+            if process:
+                self.assertEqual(a["process.exit.code"], t["status"])
+                self.assertNotIn("http.request.method", a)
+            else:
+                self.assertEqual(a["http.request.method"], t["name"].split(" ")[0])
+                self.assertEqual(a["url.path"], t["name"].split(" ", 1)[1])
+                self.assertEqual(a["http.response.status_code"], t["status"])
             self.assertEqual(root["status"]["code"] == STATUS_ERROR, bool(t["error"]) or t["status"] >= 500, t["name"])
             r = root["resource"]
             self.assertEqual(r["service.name"], t["app"])
@@ -154,8 +165,9 @@ class OtlpExportTest(TxrayTestCase):
                     # The file is known from the process's DB_CONNECT row, which rides in its container of
                     # unattributed steps (the connect ran before any request): live, the first rows may be
                     # exported before it arrives; `txray export` reads it from the store first.
-                    if export or "db.namespace" in attrs:
-                        self.assertEqual(attrs["db.namespace"], shop_db)
+                    # (The CLI connects inside its transaction: known at once.)
+                    if export or process or "db.namespace" in attrs:
+                        self.assertEqual(attrs["db.namespace"], dbs[t["app"]])
                     self.assertEqual(attrs["txray.rows"], st.get("rows", -1))
                     self.assertEqual(attrs["txray.fingerprint"], st["fingerprint"])
                     self.assertEqual(sp["status"]["code"] == STATUS_ERROR, bool(st["error"]))
@@ -167,11 +179,11 @@ class OtlpExportTest(TxrayTestCase):
         rec = Receiver(self, self.tmp, "live")
         col = Collector(self.tmp, extra_args=["--otlp-endpoint", rec.endpoint])
         with col:
-            bport, shop_db = self.drive(col)
+            bport, dbs = self.drive(col)
         log = col.log_text()
         txs = show_json(col.db, "--last", "100000")
         apps = {t["app"] for t in txs}
-        self.assertEqual(apps, {"front", "back", "shop"})
+        self.assertEqual(apps, {"front", "back", "shop", "cli"})
         self.assertEqual(sum(t["app"] == "front" for t in txs), ORDERS)
         self.assertEqual(sum(t["app"] == "shop" for t in txs), len(SHOP_REQUESTS))
         st = otlp_status(log)
@@ -183,11 +195,15 @@ class OtlpExportTest(TxrayTestCase):
         stats = rec.stats()
         self.assertEqual(stats["bad"], 0)
         self.assertEqual(stats["gzip"], stats["accepted"], "every request gzip-encoded")
-        self.check_spans(txs, spans, bport, shop_db)
+        self.check_spans(txs, spans, bport, dbs)
         sql_spans = [s for s in spans if "db.query.text" in s["attributes"]]
-        self.assertGreaterEqual(len(sql_spans), len(SHOP_REQUESTS))
+        self.assertGreaterEqual(len(sql_spans), len(SHOP_REQUESTS) + 3)
+        connects = [s for s in spans if s["name"] == "connect sqlite" and s["resource"]["service.name"] == "cli"]
+        self.assertTrue(connects and connects[0]["attributes"]["db.namespace"] == dbs["cli"], connects)
         self.assertTrue(any(s["status"]["code"] == STATUS_ERROR for s in sql_spans), "the failed statement")
 
+        print(f"\nforwarded: {len(txs)} transactions -> {len(spans)} spans "
+              f"({sum(len(x['events']) for x in spans)} events, {len(sql_spans)} SQL) in {stats['accepted']} requests")
         # txray export of a stored range: the shop's transactions, the same spans (ids, attributes).
         rec2 = Receiver(self, self.tmp, "export")
         shop = [t for t in txs if t["app"] == "shop"]
@@ -199,7 +215,7 @@ class OtlpExportTest(TxrayTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"{len(shop)} transactions selected, {len(shop)} sent", r.stderr)
         exported = rec2.spans()
-        self.check_spans(shop, exported, bport, shop_db, export=True)
+        self.check_spans(shop, exported, bport, dbs, export=True)
         live = {s["span_id"]: s for s in spans}
         for s in exported:
             self.assertIn(s["span_id"], live, "an exported span the live stream did not have")
