@@ -1,6 +1,5 @@
 // txray collect [--listen ENDPOINT] [--db FILE] [--curve-secret-key FILE --allowed-clients FILE | --insecure]
 //               [--status-interval S] [--max-message-mib M]
-//               [--otlp-endpoint URL [--otlp-header K=V]... [--otlp-queue N]]
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -45,9 +44,6 @@ int collect_main(int argc, char** argv) {
   app.add_option("--status-interval", opts.status_interval_s, "seconds between status lines on stderr (0: none)")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
-  app.add_option("--max-message-mib", max_message_mib, "larger agent messages are counted as oversize and dropped")
-      ->check(CLI::Range(0.001, 1024.0))
-      ->capture_default_str();
   otlp::ExporterOptions otlp_opts;
   std::vector<std::string> otlp_headers;
   app.add_option("--otlp-endpoint", otlp_opts.endpoint,
@@ -57,6 +53,9 @@ int collect_main(int argc, char** argv) {
   app.add_option("--otlp-queue", otlp_opts.queue_transactions,
                  "transactions waiting for the OTLP back-end, at most; past it they are dropped and counted")
       ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  app.add_option("--max-message-mib", max_message_mib, "larger agent messages are counted as oversize and dropped")
+      ->check(CLI::Range(0.001, 1024.0))
       ->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <zmq.hpp>
 
+#include "batch_tap.h"
 #include "bounded_queue.h"
 #include "checkpointer.h"
 #include "curve_auth.h"

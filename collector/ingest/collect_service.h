@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <string>
 
-#include "batch_tap.h"
 #include "decoder.h"
 
 namespace txray::ingest {
+
+class BatchTap;  // batch_tap.h
 
 struct CollectOptions {
   std::string listen = "tcp://127.0.0.1:7878";  // ZeroMQ endpoint to bind: tcp://HOST:PORT or ipc://PATH
@@ -22,13 +23,13 @@ struct CollectOptions {
   bool insecure = false;
   double status_interval_s = 5;  // 0 turns the periodic status line off
   Limits limits;
+  BatchTap* tap = nullptr;  // not owned: gets every accepted batch beside the store (OTLP export), or none
+  std::chrono::milliseconds tap_finish{5000};  // at stop, how long the tap may take to deliver its queue
   size_t queue_batches = 512;                 // decoded batches waiting for the writer
   size_t queue_bytes = 256u << 20;            // … and their encoded size
   size_t commit_rows = 50000;                 // rows per SQLite transaction, at most (roughly)
   std::chrono::milliseconds commit_window{250};  // and at most this long before a commit
   std::chrono::milliseconds commit_idle{20};     // … or commit when no batch came for this long
-  BatchTap* tap = nullptr;  // not owned: gets every accepted batch beside the store (OTLP export), or none
-  std::chrono::milliseconds tap_finish{5000};     // at stop, how long the tap may take to deliver its queue
 };
 
 // Counters shared by the two threads; read for the status line and the final summary.
