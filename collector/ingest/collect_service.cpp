@@ -223,12 +223,12 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
 }
 
 void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
-                  bool final_line, const BatchTap* tap = nullptr) {
+                  bool final_line) {
   uint64_t recv = s.received_tx, stored = s.stored_tx;
   std::string full;
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
-  if (tap) full += tap->status();
+  if (s.tap) full += s.tap->status();  // the OTLP export's counters
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
@@ -382,6 +382,7 @@ void count_monitor_events(zmq::socket_t& mon, CollectStats& stats) {
 
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats) {
   if (!check_security(opts)) return 2;
+  stats.tap = opts.tap;
   silence_protobuf_logging();
   // SQLite's allocation statistics take a global mutex on every malloc; the collector never reads them.
   // (Only possible before SQLite initializes; harmless SQLITE_MISUSE otherwise.)
@@ -458,7 +459,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     auto now = Clock::now();
     double secs = std::chrono::duration<double>(now - last_status).count();
     if (secs < opts.status_interval_s) return;
-    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false, opts.tap);
+    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
     prev_recv = stats.received_tx;
     prev_stored = stats.stored_tx;
     last_status = now;
@@ -519,7 +520,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   store->stop();
   if (opts.tap) opts.tap->finish(opts.tap_finish);
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
-  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true, opts.tap);
+  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
   return 0;
 }
 

@@ -34,6 +34,7 @@ struct CollectOptions {
 
 // Counters shared by the two threads; read for the status line and the final summary.
 struct CollectStats {
+  const BatchTap* tap = nullptr;          // the stage beside the store (opts.tap), whose counters the line shows
   std::atomic<uint64_t> messages{0};      // ZeroMQ messages received
   std::atomic<uint64_t> received_tx{0};   // transactions in accepted batches
   std::atomic<uint64_t> stored_tx{0};
