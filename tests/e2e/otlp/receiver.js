@@ -1,9 +1,9 @@
 // A small OTLP/HTTP trace receiver for the end-to-end tests (tests/e2e/test_otlp_*.py). It decodes every
 // POST /v1/traces with the OFFICIAL OpenTelemetry protocol definitions — the protobuf root generated from
-// opentelemetry-proto that @opentelemetry/otlp-transformer ships — never with a copy of the .proto, and
-// (package.json pins 0.210.0; releases up to 0.216.0 ship the trace messages in that root, 0.217.0 and
-// later only the metrics ones: bumping past 0.216 means finding the definitions elsewhere) and
-// writes one JSON line per span (ids in hex, attributes as a map, resource attributes beside) to --out.
+// opentelemetry-proto that @opentelemetry/otlp-transformer ships, never a copy of the .proto — and writes
+// one JSON line per span (ids in hex, attributes as a map, resource attributes beside) to --out.
+// package.json pins 0.210.0: releases up to 0.216.0 ship the trace messages in that root, 0.217.0 and
+// later only the metrics ones (bumping past 0.216 means finding the definitions elsewhere).
 //
 //   node receiver.js --port P --out FILE [--refuse-for S] [--refuse-status 503] [--retry-after 1]
 //
