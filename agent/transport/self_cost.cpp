@@ -50,10 +50,10 @@ constexpr char kHead[] =
     "GET /calibrate?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n";
 constexpr char kResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
 
-constexpr int kTxLoop = 64;     // requests per repetition (~3 us each here)
-constexpr int kRowLoop = 128;   // rows per repetition
+constexpr int kTxLoop = 48;     // requests per repetition (~3 us each here)
+constexpr int kRowLoop = 64;    // rows per repetition
 constexpr int kIoLoop = 2000;   // follow paths per repetition
-constexpr int kSysLoop = 200;   // system calls per repetition
+constexpr int kSysLoop = 100;   // system calls per repetition
 
 // Host side of kTxLoop requests on a private connection (fd -1: no descriptor of the program's is
 // touched); the finished transactions (kept alive by an extra reference) go through a private ring.
