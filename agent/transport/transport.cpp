@@ -101,6 +101,7 @@ class Sender {
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     bool exit_windows_sent = false;
     for (;;) {
+      uint64_t work0 = thread_cpu();  // the agent's own cost: this iteration's work (self_cost.h)
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
       st_->busy.store(true, std::memory_order_seq_cst);  // before popping: flush() must not miss a batch
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
@@ -120,7 +121,6 @@ class Sender {
       if (!batch.empty() || last_windows ||
           ((sig != last_sig || windows_.want_send()) && now - last_sent > kHeartbeatNs)) {
         if (exiting) exit_windows_sent = true;
-        uint64_t work0 = batch.empty() ? 0 : thread_cpu();
         bool encoded = send(batch, exiting);
         for (Transaction* t : batch) delete t;
         if (encoded && !batch.empty()) note_agent_work(thread_cpu() - work0);
