@@ -3,6 +3,7 @@ of what the agent spent in it — present, positive, plausible (orders of magnit
 shared) — the agent's calibrated unit costs are stored once per instance, and `txray show` prints
 AGENT COST in the header and agent_cost_ns in --json. A transaction with more rows costs more."""
 import re
+import shutil
 import sqlite3
 
 from agenttools import curl, start_backend, start_burner, stop
@@ -51,3 +52,14 @@ class AgentSelfCost(TxrayTestCase):
         text = show_text(c.db, "--id", txs[0]["txid"])
         m = re.search(r"^AGENT COST\s*: ([0-9.,]+) (ns|µs|ms) \((<?[0-9.]+)%\)$", text, re.M)
         self.assertIsNotNone(m, text)
+
+        # A store from before the tables: shown without the line, null in --json.
+        old = self.tmp + "/old.db"
+        shutil.copy(c.db, old)
+        con = sqlite3.connect(old)
+        con.execute("DROP TABLE agent_cost")
+        con.execute("DROP TABLE agent_cost_units")
+        con.commit()
+        con.close()
+        self.assertNotIn("AGENT COST", show_text(old, "--id", txs[0]["txid"]))
+        self.assertIsNone(show_json(old, "--id", txs[0]["txid"])[0]["agent_cost_ns"])
