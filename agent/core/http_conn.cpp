@@ -62,7 +62,10 @@ void HttpConn::on_read(const char* p, size_t n) {
   }
   if (!req_body.done()) {
     size_t used = req_body.feed(p, n);
-    if (tx) tx->bytes_read += used;
+    if (tx) {
+      tx->bytes_read += used;
+      ++tx->io_calls;
+    }
     p += used;
     n -= used;
     if (n == 0) return;
@@ -129,6 +132,7 @@ void HttpConn::on_write(const char* p, size_t n) {
     if (watching && !h2->on_write(p, n)) watching = false;
     return;
   }
+  if (tx) ++tx->io_calls;
   while (tx && n > 0) {
     size_t used = resp.feed(p, n);
     tx->bytes_written += used;
@@ -148,6 +152,7 @@ void HttpConn::on_write_opaque(uint64_t n) {
   }
   if (!tx) return;
   tx->bytes_written += n;
+  ++tx->io_calls;
   resp.feed_opaque(n);
   if (resp.done()) finish(resp.status(), nullptr);
 }

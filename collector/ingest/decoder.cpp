@@ -10,7 +10,7 @@ namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window };
+enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, cost_units };
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -22,6 +22,7 @@ size_t object_bytes(Msg m) {
     case Msg::summary: return sizeof(v1::StepSummary);
     case Msg::attribute: return sizeof(v1::Attribute);
     case Msg::drop_window: return sizeof(v1::DropWindow);
+    case Msg::cost_units: return sizeof(v1::AgentCostUnits);
   }
   return 0;
 }
@@ -34,6 +35,9 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
       if (field == 2) return *child = Msg::drops, true;
       if (field == 5) return *child = Msg::tx, true;
       if (field == 6) return *child = Msg::drop_window, true;
+      return false;
+    case Msg::agent:
+      if (field == 13) return *child = Msg::cost_units, true;
       return false;
     case Msg::tx:
       if (field == 19) return *child = Msg::step, true;
@@ -51,13 +55,14 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
 uint64_t max_field(Msg m) {
   switch (m) {
     case Msg::batch: return 7;
-    case Msg::agent: return 10;
+    case Msg::agent: return 13;
     case Msg::drops: return 5;
-    case Msg::tx: return 22;
+    case Msg::tx: return 27;
     case Msg::step: return 17;
     case Msg::summary: return 9;
     case Msg::attribute: return 2;
     case Msg::drop_window: return 6;
+    case Msg::cost_units: return 9;
   }
   return 0;
 }

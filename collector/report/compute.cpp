@@ -15,6 +15,7 @@
 #include "stats.h"
 #include "step_groups.h"
 #include "drops.h"
+#include "agent_cost.h"
 #include "unattributed.h"
 
 namespace txray::report {
@@ -336,6 +337,7 @@ std::string compute_report(const Options& opt, Report& r) {
     compute_summary(db, sel, r.summary);
     count_unattributed(db, opt, r.summary);
     count_drops(db, opt, r.summary);
+    compute_agent_cost(db, sel, r.summary);
     phase("summary");
     if (!(opt.compare_only && opt.baseline)) {
       compute_names(sel, opt.top, r);

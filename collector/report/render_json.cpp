@@ -72,6 +72,13 @@ json summary_json(const Summary& s) {
   json by_reason = json::object();
   for (const auto& [reason, n] : s.dropped_by_reason) by_reason[reason] = n;
   j["dropped_by_reason"] = by_reason;
+  json cost = json::array();  // the agent's own cost per application (an estimate)
+  for (const auto& a : s.agent_cost)
+    cost.push_back({{"app", a.app},
+                    {"transactions", a.transactions},
+                    {"mean_ns", a.mean_ns()},
+                    {"share", a.share()}});
+  j["agent_cost"] = cost;
   return j;
 }
 

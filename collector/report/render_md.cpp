@@ -137,6 +137,13 @@ void render_md(const Report& r, std::ostream& o) {
     o << "**Dropped transactions: " << fmt_count(s.dropped_transactions) << "** ("
       << fmt_kind_counts(s.dropped_by_reason) << "): " << kDroppedMeaning << ".\n\n";
   }
+  if (!s.agent_cost.empty()) {
+    o << "Agent cost (" << kAgentCostMeaning << "):\n\n";
+    head(o, {"Application", "Transactions", "Agent cost per transaction", "Share of response time"}, "lrrr");
+    for (const auto& a : s.agent_cost)
+      row(o, {a.app, fmt_count(a.transactions), fmt_agent_cost(a.mean_ns()), fmt_pct(a.share())});
+    o << "\n";
+  }
 
   o << "## Slowest transactions\n\n";
   if (r.slowest.empty()) o << "None.\n\n";
