@@ -201,6 +201,8 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
       auto deadline = Clock::now() + opts.commit_window;
       for (size_t i = 0;; ++i) {
         add(total, writer.write(*group[i].batch, now));
+        if (opts.debug_store_delay.count() > 0)  // test/debug only: a store slower than this machine's
+          std::this_thread::sleep_for(opts.debug_store_delay * group[i].batch->transactions_size());
         if (total.transactions + total.steps + total.summaries >= opts.commit_rows) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) break;
@@ -221,26 +223,40 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
   }
 }
 
-void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
-                  bool final_line) {
-  uint64_t recv = s.received_tx, stored = s.stored_tx;
+void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, uint64_t prev_shed,
+                  size_t queued, bool final_line) {
+  uint64_t recv = s.received_tx, stored = s.stored_tx, shed = s.shed_tx;
   std::string full;
+  // Load shedding (shedder.h): while it sheds, how much and how hard; afterwards the total only.
+  char shedding[192] = "";
+  if (shed > prev_shed && !final_line)
+    std::snprintf(shedding, sizeof shedding,
+                  ", SHEDDING %.0f tx/s (%.0f%% of received; %u%% of the fast successful ones), %" PRIu64
+                  " shed in total",
+                  secs > 0 ? (shed - prev_shed) / secs : 0.0,
+                  recv > prev_recv ? 100.0 * static_cast<double>(shed - prev_shed) / static_cast<double>(recv - prev_recv) : 0.0,
+                  s.shed_share_pct.load(), shed);
+  else if (shed > 0)
+    std::snprintf(shedding, sizeof shedding, ", %" PRIu64 " shed in total", shed);
+  std::string sampled;
+  if (uint64_t n = s.agent_sampled_out.load(); n > 0) sampled = ", agents sampled out " + std::to_string(n);
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
-               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s\n",
+               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s%s%s\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
                secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
                s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
-               s.refused_peers.load(), s.unlisted_keys.load(), queued, full.c_str());
+               s.refused_peers.load(), s.unlisted_keys.load(), queued, shedding, sampled.c_str(), full.c_str());
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
 class Receiver {
  public:
-  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q) : opts_(o), stats_(s), queue_(q) {}
+  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q)
+      : opts_(o), stats_(s), queue_(q), shedder_(o.shed) {}
   // Called every 200 ms while a batch waits for room in the queue.
   void on_waiting(std::function<void()> f) { waiting_ = std::move(f); }
 
@@ -266,6 +282,10 @@ class Receiver {
     note_drops(*batch.batch);
     uint64_t n = static_cast<uint64_t>(batch.batch->transactions_size());
     stats_.received_tx += n;
+    // More arriving than the store takes: the fast successful transactions are only counted (shedder.h).
+    const double fill = queue_.fill();
+    stats_.shed_share_pct = static_cast<uint32_t>(shedder_.share(fill) * 100 + 0.5);
+    stats_.shed_tx += shedder_.process(*batch.batch, fill);
     using namespace std::chrono_literals;
     // Block while the writer catches up (back-pressure). The queue is closed only after the last
     // receive, so this always ends with the batch queued. Its weight is the decoded size (the arena's),
@@ -299,12 +319,19 @@ class Receiver {
       stats_.agent_drops += total - prev;
       prev = total;
     }
+    uint64_t& sampled = sampled_[b.agent().instance_id()];
+    if (d.sampled_out() > sampled) {
+      stats_.agent_sampled_out += d.sampled_out() - sampled;
+      sampled = d.sampled_out();
+    }
   }
 
   const CollectOptions& opts_;
   CollectStats& stats_;
   BoundedQueue<DecodedBatch>& queue_;
   std::unordered_map<uint64_t, uint64_t> drops_;
+  std::unordered_map<uint64_t, uint64_t> sampled_;  // instance -> its latest sampled_out counter
+  Shedder shedder_;
   uint64_t rejected_logged_ = 0;
   uint64_t truncated_logged_ = 0;
   std::function<void()> waiting_;
@@ -447,7 +474,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   std::fprintf(stderr, "txray collect: listening on %s, storing into %s\n", opts.listen.c_str(), opts.db.c_str());
   Receiver receiver(opts, stats, queue);
   auto last_status = Clock::now();
-  uint64_t prev_recv = 0, prev_stored = 0;
+  uint64_t prev_recv = 0, prev_stored = 0, prev_shed = 0;
   // The status line every status_interval_s, from the receiving thread: between receives, and while a
   // batch waits for the writer (under back-pressure the receiver may wait for long).
   auto status_tick = [&] {
@@ -455,9 +482,10 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     auto now = Clock::now();
     double secs = std::chrono::duration<double>(now - last_status).count();
     if (secs < opts.status_interval_s) return;
-    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
+    print_status(stats, secs, prev_recv, prev_stored, prev_shed, queue.size(), false);
     prev_recv = stats.received_tx;
     prev_stored = stats.stored_tx;
+    prev_shed = stats.shed_tx;
     last_status = now;
   };
   receiver.on_waiting(status_tick);
@@ -515,7 +543,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   }
   store->stop();
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
-  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
+  print_status(stats, secs, prev_recv, prev_stored, prev_shed, queue.size(), true);
   return 0;
 }
 
