@@ -180,6 +180,14 @@ class StoreSession {
 void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
                  CollectStats& stats) {
   using namespace std::chrono_literals;
+  // Load shedding (shedder.h) on the writer thread, on each batch as it is taken from the queue: when the
+  // writer is behind, the batches already waiting are shed too, so the writer catches up at once.
+  Shedder shedder(opts.shed);
+  auto shed = [&](DecodedBatch& b) {
+    const double fill = queue.fill();
+    stats.shed_share_pct = static_cast<uint32_t>(shedder.share(fill) * 100 + 0.5);
+    stats.shed_tx += shedder.process(*b.batch, fill);
+  };
   while (true) {
     auto first = queue.pop(200ms);
     if (!first) {
@@ -193,6 +201,7 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
     }
     Writer& writer = store.writer();
     std::vector<DecodedBatch> group;
+    shed(*first);
     group.push_back(std::move(*first));
     int64_t now = unix_now_ns();
     WriteCounts total;
@@ -209,6 +218,7 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
         // A pause in the stream (a burst's end) commits at once rather than at the window's end.
         auto next = queue.pop(std::min(left, opts.commit_idle));
         if (!next) break;
+        shed(*next);
         group.push_back(std::move(*next));
       }
       writer.commit();
@@ -231,10 +241,11 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
   char shedding[192] = "";
   if (shed > prev_shed && !final_line)
     std::snprintf(shedding, sizeof shedding,
-                  ", SHEDDING %.0f tx/s (%.0f%% of received; %u%% of the fast successful ones), %" PRIu64
+                  ", SHEDDING %.0f tx/s (%.0f%% of those the writer took; %u%% of the fast successful ones), %" PRIu64
                   " shed in total",
                   secs > 0 ? (shed - prev_shed) / secs : 0.0,
-                  recv > prev_recv ? 100.0 * static_cast<double>(shed - prev_shed) / static_cast<double>(recv - prev_recv) : 0.0,
+                  100.0 * static_cast<double>(shed - prev_shed) /
+                      static_cast<double>((shed - prev_shed) + (stored - prev_stored)),
                   s.shed_share_pct.load(), shed);
   else if (shed > 0)
     std::snprintf(shedding, sizeof shedding, ", %" PRIu64 " shed in total", shed);
@@ -256,7 +267,7 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
 class Receiver {
  public:
   Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q)
-      : opts_(o), stats_(s), queue_(q), shedder_(o.shed) {}
+      : opts_(o), stats_(s), queue_(q) {}
   // Called every 200 ms while a batch waits for room in the queue.
   void on_waiting(std::function<void()> f) { waiting_ = std::move(f); }
 
@@ -282,10 +293,6 @@ class Receiver {
     note_drops(*batch.batch);
     uint64_t n = static_cast<uint64_t>(batch.batch->transactions_size());
     stats_.received_tx += n;
-    // More arriving than the store takes: the fast successful transactions are only counted (shedder.h).
-    const double fill = queue_.fill();
-    stats_.shed_share_pct = static_cast<uint32_t>(shedder_.share(fill) * 100 + 0.5);
-    stats_.shed_tx += shedder_.process(*batch.batch, fill);
     using namespace std::chrono_literals;
     // Block while the writer catches up (back-pressure). The queue is closed only after the last
     // receive, so this always ends with the batch queued. Its weight is the decoded size (the arena's),
@@ -331,7 +338,6 @@ class Receiver {
   BoundedQueue<DecodedBatch>& queue_;
   std::unordered_map<uint64_t, uint64_t> drops_;
   std::unordered_map<uint64_t, uint64_t> sampled_;  // instance -> its latest sampled_out counter
-  Shedder shedder_;
   uint64_t rejected_logged_ = 0;
   uint64_t truncated_logged_ = 0;
   std::function<void()> waiting_;

@@ -14,7 +14,9 @@ void RollingP95::observe(uint64_t ns) {
     next_ = (next_ + 1) % kWindow;
   }
   ++seen_;
-  if (seen_ == kMinSamples || seen_ % kRecompute == 0) recompute();
+  // Every kRecompute values; while the app is new (its first 2 * kRecompute values), every 10.
+  if (seen_ == kMinSamples || seen_ % kRecompute == 0 || (seen_ > kMinSamples && seen_ < 2 * kRecompute && seen_ % 10 == 0))
+    recompute();
 }
 
 void RollingP95::recompute() {
