@@ -20,11 +20,11 @@ void RollingP95::observe(uint64_t ns) {
 }
 
 void RollingP95::recompute() {
-  scratch_.assign(ring_.begin(), ring_.end());
+  std::vector<uint64_t> scratch(ring_.begin(), ring_.end());  // every kRecompute values: a copy is cheap
   // Nearest rank: the ceil(0.95 n)-th smallest.
-  size_t rank = (scratch_.size() * 95 + 99) / 100;
-  auto nth = scratch_.begin() + static_cast<long>(rank - 1);
-  std::nth_element(scratch_.begin(), nth, scratch_.end());
+  size_t rank = (scratch.size() * 95 + 99) / 100;
+  auto nth = scratch.begin() + static_cast<long>(rank - 1);
+  std::nth_element(scratch.begin(), nth, scratch.end());
   p95_ = *nth;
 }
 
@@ -51,9 +51,11 @@ bool Shedder::sheddable(const std::string& app, const v1::Transaction& t) const 
 uint64_t Shedder::process(v1::Batch& b, double fill) {
   const std::string& app = b.agent().app().empty() ? b.agent().program() : b.agent().app();
   auto& txs = *b.mutable_transactions();
-  RollingP95& p95 = apps_[app];
-  for (const auto& t : txs)
-    if (t.kind() != "unattributed") p95.observe(t.elapsed_ns());
+  auto it = apps_.find(app);
+  if (it == apps_.end() && apps_.size() < kMaxApps) it = apps_.try_emplace(app).first;
+  if (it != apps_.end())
+    for (const auto& t : txs)
+      if (t.kind() != "unattributed") it->second.observe(t.elapsed_ns());
   const double s = share(fill);
   if (s <= 0) return 0;
   entry_.clear();

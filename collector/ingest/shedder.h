@@ -54,7 +54,6 @@ class RollingP95 {
   size_t next_ = 0;
   uint64_t seen_ = 0;
   uint64_t p95_ = 0;
-  std::vector<uint64_t> scratch_;
 };
 
 // A transaction that failed: never sampled out nor shed (the same rule as the report's error count).
@@ -76,6 +75,10 @@ class Shedder {
   bool sheddable(const std::string& app, const v1::Transaction& t) const;
 
  private:
+  // Applications whose p95 is followed, at most (16 KiB each): a sender inventing app names cannot grow
+  // the collector's memory; an app past the limit has no p95, so nothing of it is shed.
+  static constexpr size_t kMaxApps = 4096;
+
   ShedOptions opts_;
   std::unordered_map<std::string, RollingP95> apps_;
   double credit_ = 0;  // the fractional share carried from one transaction to the next
