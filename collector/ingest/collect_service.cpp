@@ -174,6 +174,25 @@ class StoreSession {
   Clock::time_point last_check_ = Clock::now();
 };
 
+// Test/debug only (--debug-store-delay-us): makes the store take at most one transaction per delay. The
+// delays are owed and paid in sleeps of at least 20 ms, the time actually slept counting: one short sleep
+// per batch would cost a wake-up each on a busy machine (milliseconds), and the store would be slower
+// than asked, by an amount that depends on the machine's load.
+class DebugStoreDelay {
+ public:
+  void pay(std::chrono::microseconds owed) {
+    debt_ += owed;
+    if (debt_ < std::chrono::milliseconds(20)) return;
+    auto t0 = Clock::now();
+    std::this_thread::sleep_for(debt_);
+    debt_ -= std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0);
+    debt_ = std::max(debt_, std::chrono::microseconds(-20000));  // an oversleep is credit, a little of it
+  }
+
+ private:
+  std::chrono::microseconds debt_{0};
+};
+
 // Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
 // commit_window of time, whichever comes first, or until the queue stays empty for commit_idle. Each batch is written as soon as it is popped (the
 // SQLite transaction stays open meanwhile), and kept until the commit in case it must be retried.
@@ -183,6 +202,7 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
   // Load shedding (shedder.h) on the writer thread, on each batch as it is taken from the queue: when the
   // writer is behind, the batches already waiting are shed too, so the writer catches up at once.
   Shedder shedder(opts.shed);
+  DebugStoreDelay slow_store;
   auto shed = [&](DecodedBatch& b) {
     const double fill = queue.fill();
     stats.shed_share_pct = static_cast<uint32_t>(shedder.share(fill) * 100 + 0.5);
@@ -210,8 +230,7 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
       auto deadline = Clock::now() + opts.commit_window;
       for (size_t i = 0;; ++i) {
         add(total, writer.write(*group[i].batch, now));
-        if (opts.debug_store_delay.count() > 0)  // test/debug only: a store slower than this machine's
-          std::this_thread::sleep_for(opts.debug_store_delay * group[i].batch->transactions_size());
+        if (opts.debug_store_delay.count() > 0) slow_store.pay(opts.debug_store_delay * group[i].batch->transactions_size());
         if (total.transactions + total.steps + total.summaries >= opts.commit_rows) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) break;

@@ -59,9 +59,12 @@ TEST(ShedBucket, BoundsHoldTheValueAndAreAtMostAQuarterWide) {
     uint32_t b = v1::shed_bucket(v);
     ASSERT_LT(b, v1::kShedBuckets) << v;
     EXPECT_LE(v1::shed_bucket_lo(b), v) << v;
-    if (b + 1 < v1::kShedBuckets) EXPECT_LT(v, v1::shed_bucket_hi(b)) << v;
-    if (b > 0 && b + 1 < v1::kShedBuckets)
+    if (b + 1 < v1::kShedBuckets) {
+      EXPECT_LT(v, v1::shed_bucket_hi(b)) << v;
+    }
+    if (b > 0 && b + 1 < v1::kShedBuckets) {
       EXPECT_LE(v1::shed_bucket_hi(b) - v1::shed_bucket_lo(b), v1::shed_bucket_lo(b) / 4) << v;
+    }
   }
   EXPECT_EQ(v1::shed_minute(kT0 + 59'999'999'999ull), kT0);
   EXPECT_EQ(v1::shed_minute(kT0 + 60'000'000'000ull), kT0 + 60'000'000'000ull);
