@@ -6,6 +6,7 @@
 #   TXRAY_REL_THREADS short-lived threads (10000), TXRAY_REL_STORM_CALLS calls under a SIGALRM storm (100000),
 #   TXRAY_REL_EXIT_RUNS exits from a signal handler per mode (200), TXRAY_REL_CHILDREN forked children with
 #   the collector down (1000)
+#   load shedding: agents at 5x a throttled store for TXRAY_SHED_SECONDS (default 60)
 # Usage: scripts/soak.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,6 +17,7 @@ export TXRAY_OUTAGE_SECONDS="${TXRAY_OUTAGE_SECONDS:-60}"
 export TXRAY_REL_FORKS="${TXRAY_REL_FORKS:-1000}" TXRAY_REL_THREADS="${TXRAY_REL_THREADS:-10000}"
 export TXRAY_REL_STORM_CALLS="${TXRAY_REL_STORM_CALLS:-100000}" TXRAY_REL_EXIT_RUNS="${TXRAY_REL_EXIT_RUNS:-200}"
 export TXRAY_REL_CHILDREN="${TXRAY_REL_CHILDREN:-1000}"
+export TXRAY_SHED_SECONDS="${TXRAY_SHED_SECONDS:-60}"
 cd "$root/tests/e2e"
 echo "== soak: collector kill -9 x $TXRAY_KILLS over ${TXRAY_KILL_SECONDS}s"
 /usr/bin/python3 -m unittest -v test_collector_kill
@@ -29,3 +31,5 @@ echo "== soak: $TXRAY_REL_STORM_CALLS calls under SIGALRM every 100 us; exit() f
 /usr/bin/python3 -m unittest -v test_signals
 echo "== soak: $TXRAY_REL_CHILDREN forked children with the collector down"
 /usr/bin/python3 -m unittest -v test_exit_cost
+echo "== soak: load shedding, agents at 5x a throttled store for ${TXRAY_SHED_SECONDS}s"
+/usr/bin/python3 -m unittest -v test_shedding

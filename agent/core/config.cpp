@@ -68,6 +68,14 @@ Config parse_config(const char* (*get)(const char*)) {
   }
   if (const char* v = get("TXRAY_MAX_STEPS"); v && *v && !parse_u32(v, 3, 1000000, &c.max_steps))
     c.problems += std::string("TXRAY_MAX_STEPS='") + v + "' is not a number in 3..1000000; ";
+  if (const char* v = get("TXRAY_SAMPLE_RATE"); v && *v) {
+    char* end = nullptr;
+    double r = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(r >= 0 && r <= 1)) c.problems += std::string("TXRAY_SAMPLE_RATE='") + v + "' is not a number in 0..1; ";
+    else c.sample_rate = r;
+  }
+  if (const char* v = get("TXRAY_SAMPLE_KEEP_MS"); v && *v && !parse_u32(v, 0, 86400000, &c.sample_keep_ms))
+    c.problems += std::string("TXRAY_SAMPLE_KEEP_MS='") + v + "' is not a number of ms in 0..86400000; ";
   if (const char* v = get("TXRAY_QUEUE"); v && *v && !parse_u32(v, 2, 1u << 22, &c.queue_capacity))
     c.problems += std::string("TXRAY_QUEUE='") + v + "' is not a number in 2..4194304; ";
   if (const char* v = get("TXRAY_FD_TABLE"); v && *v) {

@@ -15,6 +15,10 @@ struct Config {
   uint32_t max_steps = 1000;                       // TXRAY_MAX_STEPS (rows per transaction, >= 3)
   uint32_t queue_capacity = 4096;                  // TXRAY_QUEUE (finished transactions, >= 2)
   bool debug = false;                              // TXRAY_DEBUG=1: agent problems on stderr
+  // Head sampling (docs/agent.md): the share of fast, successful transactions sent; failed ones and those
+  // at or above sample_keep_ms always go. The others are only counted (Batch.sampled_out).
+  double sample_rate = 1.0;                        // TXRAY_SAMPLE_RATE, 0..1
+  uint32_t sample_keep_ms = 100;                   // TXRAY_SAMPLE_KEEP_MS: never sampled out at/above this
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE

@@ -38,6 +38,7 @@ struct Counters {
   std::atomic<uint64_t> encode_failed{0};
   std::atomic<uint64_t> steps_summarized{0};
   std::atomic<uint64_t> internal_errors{0};
+  std::atomic<uint64_t> sampled_out{0};  // head sampling: counted, not sent (no loss; transport/sampler.h)
   DropStamps stamps[kDropReasons];
 
   std::atomic<uint64_t>& dropped(DropReason r) {
@@ -63,6 +64,7 @@ struct Counters {
     encode_failed = 0;
     steps_summarized = 0;
     internal_errors = 0;
+    sampled_out = 0;
     for (auto& s : stamps) {
       s.first_ns = 0;
       s.last_ns = 0;

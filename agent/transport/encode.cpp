@@ -7,6 +7,8 @@
 #include "pb_writer.h"
 #include "self_cost.h"
 
+#include <cstring>
+
 namespace txray {
 namespace {
 
@@ -88,7 +90,8 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
 
 bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
                   const std::vector<Transaction*>& txs, std::string* out,
-                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions) {
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
+                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
   out->clear();
   pb::Writer w(*out);
   size_t a = w.begin(1);  // Batch.agent
@@ -116,6 +119,11 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
     w.u64(9, u.calibration_ns);
     w.end(cu);
   }
+  if (sample_rate > 0) {
+    uint64_t bits;
+    std::memcpy(&bits, &sample_rate, sizeof bits);
+    w.fixed64(16, bits);  // AgentInfo.sample_rate (a double: wire type 1)
+  }
   w.end(a);
   size_t d = w.begin(2);  // Batch.drops
   w.u64(1, c.queue_full.load(std::memory_order_relaxed));
@@ -123,6 +131,7 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
   w.u64(3, c.encode_failed.load(std::memory_order_relaxed));
   w.u64(4, c.steps_summarized.load(std::memory_order_relaxed));
   w.u64(5, c.internal_errors.load(std::memory_order_relaxed));
+  w.u64(8, c.sampled_out.load(std::memory_order_relaxed));
   w.end(d);
   w.u64(3, seq);
   w.u64(4, clock::unix_ns());
@@ -138,6 +147,18 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
     w.end(m);
   }
   w.u64(7, sent_transactions);
+  if (sampled_out) {
+    for (const auto& sc : *sampled_out) {
+      size_t m = w.begin(10);  // Batch.sampled_out (ShedCount)
+      w.str(1, sc.name);
+      w.u64(2, sc.minute_unix_ns);
+      w.u64(3, sc.bucket);
+      w.u64(4, sc.count);
+      w.u64(5, sc.elapsed_ns);
+      w.str(7, sc.kind);
+      w.end(m);
+    }
+  }
   return true;
 }
 

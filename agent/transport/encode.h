@@ -8,13 +8,16 @@
 #include "../core/transaction.h"
 #include "drop_windows.h"
 #include "identity.h"
+#include "sampler.h"
 
 namespace txray {
 
 // Serializes one Batch (agent identity, cumulative drop counters, batch_seq, the transactions, the drop
-// windows, the transactions of earlier batches that went into a connection). False when serialization fails (counted as encode_failed by the caller).
+// windows, the transactions of earlier batches that went into a connection, head sampling's counts and
+// rate: AgentInfo.sample_rate, Batch.sampled_out). False when serialization fails (counted as encode_failed by the caller).
 bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
                   const std::vector<Transaction*>& txs, std::string* out,
-                  const std::vector<transport::DropWindow>& windows = {}, uint64_t sent_transactions = 0);
+                  const std::vector<transport::DropWindow>& windows = {}, uint64_t sent_transactions = 0,
+                  const std::vector<transport::SampledCount>* sampled_out = nullptr, double sample_rate = 0);
 
 }  // namespace txray

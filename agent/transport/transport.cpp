@@ -22,6 +22,7 @@
 #include "drop_windows.h"
 #include "encode.h"
 #include "mpsc_queue.h"
+#include "sampler.h"
 #include "self_cost.h"
 #include "zmtp.h"
 
@@ -83,7 +84,8 @@ uint64_t drops_signature(const Counters& c) {
 
 class Sender {
  public:
-  explicit Sender(State* st) : st_(st) {}
+  explicit Sender(State* st)
+      : st_(st), sampler_(config().sample_rate, uint64_t(config().sample_keep_ms) * 1'000'000) {}
 
   void run() {
     std::string err;
@@ -99,7 +101,7 @@ class Sender {
     std::vector<Transaction*> batch;  // grows as needed: a forked child's exit sends one or two
     batch.reserve(8);
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
-    bool exit_windows_sent = false;
+    bool exit_windows_sent = false, exit_sampled_sent = false;
     for (;;) {
       uint64_t work0 = thread_cpu();  // the agent's own cost: this iteration's work (self_cost.h)
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
@@ -112,15 +114,18 @@ class Sender {
       while (batch.size() < kMaxBatch)
         if (Transaction* t = st_->queue.pop()) batch.push_back(t);
         else break;
+      sampler_.filter(batch);  // head sampling: the fast successful ones left out are only counted
       uint64_t now = clock::mono_ns();
       uint64_t sig = drops_signature(counters());
       windows_.update(counters(), now);
       // At exit, drop windows the collector has not seen go out once more, if a connection is open
       // (never a connection attempt just for them: an exit with the collector away stays cheap).
       bool last_windows = exiting && !exit_windows_sent && windows_.changed() && push_.is_open();
-      if (!batch.empty() || last_windows ||
-          ((sig != last_sig || windows_.want_send()) && now - last_sent > kHeartbeatNs)) {
-        if (exiting) exit_windows_sent = true;
+      // Sampled-out counts still pending at exit go out once (one connection attempt, as a batch would).
+      bool last_sampled = exiting && !exit_sampled_sent && !sampler_.pending().empty();
+      if (!batch.empty() || last_windows || last_sampled ||
+          ((sig != last_sig || windows_.want_send() || !sampler_.pending().empty()) && now - last_sent > kHeartbeatNs)) {
+        if (exiting) exit_windows_sent = exit_sampled_sent = true;
         bool encoded = send(batch, exiting);
         for (Transaction* t : batch) delete t;
         if (encoded && !batch.empty()) note_agent_work(thread_cpu() - work0);
@@ -198,12 +203,14 @@ class Sender {
     // agent thread costs the host's CPUs next to nothing).
     if (!connected(exiting)) return not_sent(batch), false;
     estimate_costs(batch);
-    if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_)) {
+    if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_, &sampler_.pending(),
+                      sampler_.active() ? config().sample_rate : 0)) {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return false;
     }
     if (push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
       windows_.delivered(clock::mono_ns());
+      sampler_.delivered();
       sent_tx_ += batch.size();
       return true;
     }
@@ -253,6 +260,7 @@ class Sender {
   uint64_t seq_ = 0;
   std::string buf_;
   DropWindows windows_;
+  HeadSampler sampler_;
   uint64_t sent_tx_ = 0;  // transactions in batches that went into a connection (Batch.sent_transactions)
   double batch_weight_ = 0;  // calibrated agent-thread weight of the batch being sent (self_cost.h)
   double work_scale_ = 1;    // measured agent-thread work / calibrated weight, smoothed over batches

@@ -1,8 +1,9 @@
 // txray collect [--listen ENDPOINT] [--db FILE] [--curve-secret-key FILE --allowed-clients FILE | --insecure]
-//               [--status-interval S] [--max-message-mib M]
+//               [--status-interval S] [--max-message-mib M] [--keep-slower-than MS] [--shed-at PCT] [--no-shed]
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -57,6 +58,25 @@ int collect_main(int argc, char** argv) {
   app.add_option("--max-message-mib", max_message_mib, "larger agent messages are counted as oversize and dropped")
       ->check(CLI::Range(0.001, 1024.0))
       ->capture_default_str();
+  double keep_slower_ms = 0, shed_at_pct = opts.shed.start_fill * 100;
+  int64_t store_delay_us = 0;
+  bool no_shed = false;
+  app.add_option("--keep-slower-than", keep_slower_ms,
+                 "load shedding never sheds a transaction this slow (ms) or slower, besides failed ones and those "
+                 "slower than their application's recent p95 (0: the p95 rule only)")
+      ->check(CLI::Range(0.0, 86400000.0))
+      ->capture_default_str();
+  app.add_option("--shed-at", shed_at_pct,
+                 "writer-queue fill (%) at which load shedding starts; every fast successful transaction is shed "
+                 "from 30 points above it")
+      ->check(CLI::Range(1.0, 100.0))
+      ->capture_default_str();
+  app.add_flag("--no-shed", no_shed,
+               "never shed: when the store is behind, the agents wait, then drop and count (as before)");
+  app.add_option("--debug-store-delay-us", store_delay_us,
+                 "test/debug only: the writer sleeps this long per transaction stored (a slow store on purpose)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}))
+      ->group("");  // hidden from --help
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -64,6 +84,11 @@ int collect_main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   opts.limits.max_message_bytes = static_cast<size_t>(max_message_mib * (1 << 20));
+  opts.shed.enabled = !no_shed;
+  opts.shed.keep_slower_than_ns = static_cast<int64_t>(keep_slower_ms * 1e6);
+  opts.shed.start_fill = shed_at_pct / 100;
+  opts.shed.full_fill = std::min(1.0, opts.shed.start_fill + 0.3);
+  opts.debug_store_delay = std::chrono::microseconds(store_delay_us);
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;

@@ -1,10 +1,11 @@
-// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID | --unattributed | --drops] [--app NAME] [--json]
+// txray show --db FILE [--last N | --id TXID | --slowest N | --trace TRACE_ID | --unattributed | --drops | --shed] [--app NAME] [--json]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "commands.h"
 #include "drops.h"
+#include "shed.h"
 #include "show_format.h"
 #include "ids.h"
 #include "profile_json.h"
@@ -80,6 +81,22 @@ int print_drops(Reader& reader, const std::string& app, bool json, const std::st
   return 0;
 }
 
+// --shed: transactions counted but not stored (load shedding, head sampling), per app, name, minute.
+int print_shed(const Db& db, const std::string& app, bool json, const std::string& db_path) {
+  const auto rows = show::load_shed_rows(db, app);
+  if (json) {
+    for (const auto& r : rows) print_json_line(show::shed_row_json(r));
+    return 0;
+  }
+  if (rows.empty()) {
+    std::fprintf(stderr, "txray show: no shed or sampled-out transactions in %s\n", db_path.c_str());
+    return 0;
+  }
+  std::cout << show::shed_text(rows);
+  std::cout.flush();
+  return 0;
+}
+
 }  // namespace
 
 int show_main(int argc, char** argv) {
@@ -114,6 +131,16 @@ int show_main(int argc, char** argv) {
       ->excludes(o_slow)
       ->excludes(o_trace)
       ->excludes("--unattributed");
+  bool shed = false;
+  app.add_flag("--shed", shed,
+               "transactions counted but not stored: shed by the collector under load or sampled out by the "
+               "agents, per application, name and minute")
+      ->excludes(o_last)
+      ->excludes(o_id)
+      ->excludes(o_slow)
+      ->excludes(o_trace)
+      ->excludes("--unattributed")
+      ->excludes("--drops");
   app.add_option("--app", app_name, "only transactions of this application");
   app.add_flag("--json", json, "one JSON object per line per transaction");
   try {
@@ -141,6 +168,7 @@ int show_main(int argc, char** argv) {
     Reader reader(db);
     if (unattributed) return print_unattributed(reader, app_name, json, db_path);
     if (drops) return print_drops(reader, app_name, json, db_path);
+    if (shed) return print_shed(db, app_name, json, db_path);
     std::vector<int64_t> ids;
     if (txid) ids = reader.by_txid(*txid, app_name);
     else if (slowest > 0) ids = reader.slowest(slowest, app_name);
@@ -167,6 +195,9 @@ int show_main(int argc, char** argv) {
         std::cout.flush();
         if (auto windows = reader.drop_windows(app_name); !windows.empty())
           std::fprintf(stderr, "%s", show::drops_note(windows).c_str());
+        if (slowest > 0 || last > 0)  // lists of transactions: say that some were only counted
+          if (auto rows = show::load_shed_rows(db, app_name); !rows.empty())
+            std::fprintf(stderr, "%s", show::shed_note(rows).c_str());
       }
     } else {
       std::vector<Transaction> txs;

@@ -69,6 +69,14 @@ class BoundedQueue {
     return items_.size();
   }
 
+  // How full it is, 0..1: the larger of items / max_items and weight / max_weight (load shedding's trigger).
+  double fill() const {
+    std::lock_guard lk(mu_);
+    double by_items = max_items_ ? static_cast<double>(items_.size()) / static_cast<double>(max_items_) : 0;
+    double by_weight = max_weight_ ? static_cast<double>(weight_) / static_cast<double>(max_weight_) : 0;
+    return by_items > by_weight ? by_items : by_weight;
+  }
+
  private:
   mutable std::mutex mu_;
   std::condition_variable not_empty_, not_full_;

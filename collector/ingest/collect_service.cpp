@@ -175,12 +175,40 @@ class StoreSession {
   Clock::time_point last_check_ = Clock::now();
 };
 
+// Test/debug only (--debug-store-delay-us): makes the store take at most one transaction per delay. The
+// delays are owed and paid in sleeps of at least 20 ms, the time actually slept counting: one short sleep
+// per batch would cost a wake-up each on a busy machine (milliseconds), and the store would be slower
+// than asked, by an amount that depends on the machine's load.
+class DebugStoreDelay {
+ public:
+  void pay(std::chrono::microseconds owed) {
+    debt_ += owed;
+    if (debt_ < std::chrono::milliseconds(20)) return;
+    auto t0 = Clock::now();
+    std::this_thread::sleep_for(debt_);
+    debt_ -= std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0);
+    debt_ = std::max(debt_, std::chrono::microseconds(-20000));  // an oversleep is credit, a little of it
+  }
+
+ private:
+  std::chrono::microseconds debt_{0};
+};
+
 // Writer thread: groups queued batches into SQLite transactions of up to commit_rows rows or
 // commit_window of time, whichever comes first, or until the queue stays empty for commit_idle. Each batch is written as soon as it is popped (the
 // SQLite transaction stays open meanwhile), and kept until the commit in case it must be retried.
 void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const CollectOptions& opts,
                  CollectStats& stats) {
   using namespace std::chrono_literals;
+  // Load shedding (shedder.h) on the writer thread, on each batch as it is taken from the queue: when the
+  // writer is behind, the batches already waiting are shed too, so the writer catches up at once.
+  Shedder shedder(opts.shed);
+  DebugStoreDelay slow_store;
+  auto shed = [&](DecodedBatch& b) {
+    const double fill = queue.fill();
+    stats.shed_share_pct = static_cast<uint32_t>(shedder.share(fill) * 100 + 0.5);
+    stats.shed_tx += shedder.process(*b.batch, fill);
+  };
   while (true) {
     auto first = queue.pop(200ms);
     if (!first) {
@@ -194,6 +222,7 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
     }
     Writer& writer = store.writer();
     std::vector<DecodedBatch> group;
+    shed(*first);
     group.push_back(std::move(*first));
     int64_t now = unix_now_ns();
     WriteCounts total;
@@ -202,12 +231,14 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
       auto deadline = Clock::now() + opts.commit_window;
       for (size_t i = 0;; ++i) {
         add(total, writer.write(*group[i].batch, now));
+        if (opts.debug_store_delay.count() > 0) slow_store.pay(opts.debug_store_delay * group[i].batch->transactions_size());
         if (total.transactions + total.steps + total.summaries >= opts.commit_rows) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) break;
         // A pause in the stream (a burst's end) commits at once rather than at the window's end.
         auto next = queue.pop(std::min(left, opts.commit_idle));
         if (!next) break;
+        shed(*next);
         group.push_back(std::move(*next));
       }
       writer.commit();
@@ -222,27 +253,42 @@ void writer_loop(StoreSession& store, BoundedQueue<DecodedBatch>& queue, const C
   }
 }
 
-void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, size_t queued,
-                  bool final_line) {
-  uint64_t recv = s.received_tx, stored = s.stored_tx;
+void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64_t prev_stored, uint64_t prev_shed,
+                  size_t queued, bool final_line) {
+  uint64_t recv = s.received_tx, stored = s.stored_tx, shed = s.shed_tx;
   std::string full;
+  // Load shedding (shedder.h): while it sheds, how much and how hard; afterwards the total only.
+  char shedding[192] = "";
+  if (shed > prev_shed && !final_line)
+    std::snprintf(shedding, sizeof shedding,
+                  ", SHEDDING %.0f tx/s (%.0f%% of those the writer took; %u%% of the fast successful ones), %" PRIu64
+                  " shed in total",
+                  secs > 0 ? (shed - prev_shed) / secs : 0.0,
+                  100.0 * static_cast<double>(shed - prev_shed) /
+                      static_cast<double>((shed - prev_shed) + (stored - prev_stored)),
+                  s.shed_share_pct.load(), shed);
+  else if (shed > 0)
+    std::snprintf(shedding, sizeof shedding, ", %" PRIu64 " shed in total", shed);
+  std::string sampled;
+  if (uint64_t n = s.agent_sampled_out.load(); n > 0) sampled = ", agents sampled out " + std::to_string(n);
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   if (s.tap) full += s.tap->status();  // the OTLP export's counters
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
-               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s\n",
+               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s%s%s\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
                secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
                s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
-               s.refused_peers.load(), s.unlisted_keys.load(), queued, full.c_str());
+               s.refused_peers.load(), s.unlisted_keys.load(), queued, shedding, sampled.c_str(), full.c_str());
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
 class Receiver {
  public:
-  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q) : opts_(o), stats_(s), queue_(q) {}
+  Receiver(const CollectOptions& o, CollectStats& s, BoundedQueue<DecodedBatch>& q)
+      : opts_(o), stats_(s), queue_(q) {}
   // Called every 200 ms while a batch waits for room in the queue.
   void on_waiting(std::function<void()> f) { waiting_ = std::move(f); }
 
@@ -302,12 +348,18 @@ class Receiver {
       stats_.agent_drops += total - prev;
       prev = total;
     }
+    uint64_t& sampled = sampled_[b.agent().instance_id()];
+    if (d.sampled_out() > sampled) {
+      stats_.agent_sampled_out += d.sampled_out() - sampled;
+      sampled = d.sampled_out();
+    }
   }
 
   const CollectOptions& opts_;
   CollectStats& stats_;
   BoundedQueue<DecodedBatch>& queue_;
   std::unordered_map<uint64_t, uint64_t> drops_;
+  std::unordered_map<uint64_t, uint64_t> sampled_;  // instance -> its latest sampled_out counter
   uint64_t rejected_logged_ = 0;
   uint64_t truncated_logged_ = 0;
   std::function<void()> waiting_;
@@ -451,7 +503,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   std::fprintf(stderr, "txray collect: listening on %s, storing into %s\n", opts.listen.c_str(), opts.db.c_str());
   Receiver receiver(opts, stats, queue);
   auto last_status = Clock::now();
-  uint64_t prev_recv = 0, prev_stored = 0;
+  uint64_t prev_recv = 0, prev_stored = 0, prev_shed = 0;
   // The status line every status_interval_s, from the receiving thread: between receives, and while a
   // batch waits for the writer (under back-pressure the receiver may wait for long).
   auto status_tick = [&] {
@@ -459,9 +511,10 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     auto now = Clock::now();
     double secs = std::chrono::duration<double>(now - last_status).count();
     if (secs < opts.status_interval_s) return;
-    print_status(stats, secs, prev_recv, prev_stored, queue.size(), false);
+    print_status(stats, secs, prev_recv, prev_stored, prev_shed, queue.size(), false);
     prev_recv = stats.received_tx;
     prev_stored = stats.stored_tx;
+    prev_shed = stats.shed_tx;
     last_status = now;
   };
   receiver.on_waiting(status_tick);
@@ -520,7 +573,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   store->stop();
   if (opts.tap) opts.tap->finish(opts.tap_finish);
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
-  print_status(stats, secs, prev_recv, prev_stored, queue.size(), true);
+  print_status(stats, secs, prev_recv, prev_stored, prev_shed, queue.size(), true);
   return 0;
 }
 

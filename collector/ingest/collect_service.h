@@ -8,6 +8,7 @@
 #include <string>
 
 #include "decoder.h"
+#include "shedder.h"
 
 namespace txray::ingest {
 
@@ -30,6 +31,10 @@ struct CollectOptions {
   size_t commit_rows = 50000;                 // rows per SQLite transaction, at most (roughly)
   std::chrono::milliseconds commit_window{250};  // and at most this long before a commit
   std::chrono::milliseconds commit_idle{20};     // … or commit when no batch came for this long
+  ShedOptions shed;  // load shedding when the writer queue fills (shedder.h, docs/fleet.md)
+  // Test/debug only (--debug-store-delay-us): the writer sleeps this long per transaction it stores, so
+  // that a test can make the store slower than the load without a bigger machine. 0 in production.
+  std::chrono::microseconds debug_store_delay{0};
 };
 
 // Counters shared by the two threads; read for the status line and the final summary.
@@ -49,6 +54,9 @@ struct CollectStats {
   std::atomic<uint64_t> refused_peers{0};  // connections whose ZeroMQ handshake failed (no/bad CURVE, not ZeroMQ)
   std::atomic<uint64_t> unlisted_keys{0};  // … of which CURVE clients whose public key is not allowed
   std::atomic<int64_t> disk_full_since_ns{0};  // the writer waits for space since then (0: it does not)
+  std::atomic<uint64_t> shed_tx{0};          // received but only counted (load shedding: shed_counts)
+  std::atomic<uint64_t> agent_sampled_out{0};  // sum of the agents' latest sampled_out counters (head sampling)
+  std::atomic<uint32_t> shed_share_pct{0};   // the share of sheddable transactions shed at the last batch
 };
 
 // Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then drains what ZeroMQ has

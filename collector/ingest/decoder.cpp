@@ -4,13 +4,15 @@
 
 #include <cstdint>
 
+#include "txray/v1/shed_bucket.h"
+
 namespace txray::ingest {
 
 namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, cost_units };
+enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, shed_count, cost_units };
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -22,6 +24,7 @@ size_t object_bytes(Msg m) {
     case Msg::summary: return sizeof(v1::StepSummary);
     case Msg::attribute: return sizeof(v1::Attribute);
     case Msg::drop_window: return sizeof(v1::DropWindow);
+    case Msg::shed_count: return sizeof(v1::ShedCount);
     case Msg::cost_units: return sizeof(v1::AgentCostUnits);
   }
   return 0;
@@ -35,6 +38,7 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
       if (field == 2) return *child = Msg::drops, true;
       if (field == 5) return *child = Msg::tx, true;
       if (field == 6) return *child = Msg::drop_window, true;
+      if (field == 10) return *child = Msg::shed_count, true;
       return false;
     case Msg::agent:
       if (field == 13) return *child = Msg::cost_units, true;
@@ -54,14 +58,15 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
 // Highest field number of each message: anything above is kept by protobuf as an unknown field.
 uint64_t max_field(Msg m) {
   switch (m) {
-    case Msg::batch: return 7;
-    case Msg::agent: return 13;
-    case Msg::drops: return 5;
+    case Msg::batch: return 10;
+    case Msg::agent: return 16;
+    case Msg::drops: return 8;
     case Msg::tx: return 27;
     case Msg::step: return 17;
     case Msg::summary: return 9;
     case Msg::attribute: return 2;
     case Msg::drop_window: return 6;
+    case Msg::shed_count: return 7;
     case Msg::cost_units: return 9;
   }
   return 0;
@@ -256,6 +261,20 @@ std::string validate_batch(const v1::Batch& b, const Limits& l) {
         w.last_unix_ns() > static_cast<uint64_t>(INT64_MAX))
       return "drop window count/times out of range";
   }
+  // Counts of sampled-out transactions (head sampling): one entry per (name, minute, bucket) since the
+  // agent's previous batch. Only the collector marks entries as its own (load shedding).
+  if (b.sampled_out_size() > kMaxShedCounts)
+    return "batch has " + std::to_string(b.sampled_out_size()) + " sampled-out counts (limit " +
+           std::to_string(kMaxShedCounts) + ")";
+  for (const auto& c : b.sampled_out()) {
+    if (c.by_collector()) return "a sampled-out count claims to be the collector's own";
+    if (auto e = check_size(c.name(), l.max_name_bytes, "sampled-out name"); !e.empty()) return e;
+    if (auto e = check_size(c.kind(), l.max_name_bytes, "sampled-out kind"); !e.empty()) return e;
+    if (c.bucket() >= v1::kShedBuckets) return "sampled-out bucket " + std::to_string(c.bucket()) + " out of range";
+    if (c.count() > (uint64_t(1) << 40) || c.elapsed_ns() > static_cast<uint64_t>(INT64_MAX) ||
+        c.minute_unix_ns() > static_cast<uint64_t>(INT64_MAX))
+      return "sampled-out count/times out of range";
+  }
   return {};
 }
 
@@ -288,6 +307,10 @@ uint64_t truncate_fields(v1::Batch& b, const Limits& l, std::string* first) {
       t.attributes(s.mutable_attributes(), "step");
     }
     for (auto& m : *tx.mutable_summary()) t.cut(m.mutable_text(), l.max_text_bytes, "summary text");
+  }
+  for (auto& c : *b.mutable_sampled_out()) {
+    t.cut(c.mutable_name(), l.max_name_bytes, "sampled-out name");
+    t.cut(c.mutable_kind(), l.max_name_bytes, "sampled-out kind");
   }
   return t.count;
 }

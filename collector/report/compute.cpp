@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <unordered_map>
 
 #include "breakdown.h"
 #include "compare.h"
 #include "selection.h"
+#include "shed.h"
 #include "sqlite_util.h"
 #include "stats.h"
 #include "step_groups.h"
@@ -37,6 +39,13 @@ std::vector<StepRow> timing_rows(Stmt& st, int64_t tx_id) {
     rows.push_back(std::move(r));
   }
   return rows;
+}
+
+std::vector<int64_t> stored_elapsed(const Selection& sel) {
+  std::vector<int64_t> v;
+  v.reserve(sel.txs.size());
+  for (const auto& t : sel.txs) v.push_back(t.elapsed);
+  return v;
 }
 
 void compute_summary(const Db& db, const Selection& sel, Summary& s) {
@@ -69,9 +78,10 @@ void compute_summary(const Db& db, const Selection& sel, Summary& s) {
   s.apps.assign(apps.begin(), apps.end());
 }
 
-void compute_names(const Selection& sel, int top, Report& r) {
+void compute_names(const Selection& sel, const ShedSet& shed, int top, Report& r) {
   std::vector<NameRow> rows(sel.groups.size());
   std::vector<std::vector<int64_t>> durations(sel.groups.size());
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> shed_values(sel.groups.size());
   int64_t all = 0;
   for (const auto& t : sel.txs) {
     auto& n = rows[static_cast<size_t>(t.group)];
@@ -85,6 +95,26 @@ void compute_names(const Selection& sel, int top, Report& r) {
     rows[i].app = sel.groups[i].app;
     rows[i].name = sel.groups[i].name;
   }
+  // Shed and sampled-out transactions count in their name's row (a name with none stored gets one).
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < rows.size(); ++i) index[{rows[i].app, rows[i].name}] = i;
+  for (const auto& g : shed.groups) {
+    auto [it, added] = index.try_emplace({g.app, g.name}, rows.size());
+    if (added) {
+      rows.push_back({});
+      rows.back().app = g.app;
+      rows.back().name = g.name;
+      durations.emplace_back();
+      shed_values.emplace_back();
+    }
+    NameRow& n = rows[it->second];
+    n.count += g.count;
+    n.shed += g.count;
+    n.total_ns += g.elapsed_ns;
+    all += g.elapsed_ns;
+    auto& v = shed_values[it->second];
+    v.insert(v.end(), g.values.begin(), g.values.end());
+  }
   std::vector<size_t> order(rows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -95,7 +125,7 @@ void compute_names(const Selection& sel, int top, Report& r) {
   order.resize(std::min(order.size(), static_cast<size_t>(top)));
   for (size_t i : order) {
     NameRow n = rows[i];
-    Percentiles p = percentiles(durations[i]);
+    Percentiles p = merged_percentiles(durations[i], shed_values[i]);
     n.p95_ns = p.p95;
     n.max_ns = p.max;
     n.avg_ns = n.total_ns / n.count;
@@ -335,12 +365,14 @@ std::string compute_report(const Options& opt, Report& r) {
     r.generated_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count();
     compute_summary(db, sel, r.summary);
+    const ShedSet shed = load_shed(db, opt);
+    add_shed_to_summary(shed, stored_elapsed(sel), r.summary);
     count_unattributed(db, opt, r.summary);
     count_drops(db, opt, r.summary);
     compute_agent_cost(db, sel, r.summary);
     phase("summary");
     if (!(opt.compare_only && opt.baseline)) {
-      compute_names(sel, opt.top, r);
+      compute_names(sel, shed, opt.top, r);
       phase("names");
       compute_slowest(db, sel, opt.top, r);
       phase("slowest");
@@ -362,6 +394,7 @@ std::string compute_report(const Options& opt, Report& r) {
       r.compare = compare_sides(b, c, opt.top);
       r.compare.baseline_filters = base.filters;
       compute_summary(db, base, r.compare.baseline);
+      add_shed_to_summary(load_shed(db, bopt), stored_elapsed(base), r.compare.baseline);
       r.has_compare = true;
       phase("compare");
     }

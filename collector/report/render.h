@@ -27,6 +27,13 @@ inline constexpr const char* kDroppedMeaning =
     "was away, an agent's queue was full, or batches were lost on the way). They count in none of the "
     "figures of this report; txray show --drops says when, per process";
 
+// What shed transactions are, in the words of the Markdown and HTML summaries.
+inline constexpr const char* kShedMeaning =
+    "transactions counted but not stored: shed by the collector while more arrived than the store could "
+    "take, or sampled out by the agents (TXRAY_SAMPLE_RATE). None failed and none was slow. They are "
+    "included in the count, throughput, mean and percentiles above (each as its response-time bucket's "
+    "mean: within 25%) and in the names table, in no other figure";
+
 nlohmann::ordered_json to_json(const Report& r);  // render_json.cpp; keys in report order
 void render_json(const Report& r, std::ostream& out);
 void render_md(const Report& r, std::ostream& out);        // render_md.cpp

@@ -58,6 +58,10 @@ Table summary_table(const Report& r) {
   std::string by_reason;
   for (const auto& [reason, n] : s.dropped_by_reason) by_reason += (by_reason.empty() ? "" : " ") + reason + ":" + num(n);
   add("dropped_by_reason", by_reason);
+  add("shed_transactions", num(s.shed_transactions));
+  std::string by_origin;
+  for (const auto& [origin, n] : s.shed_by_origin) by_origin += (by_origin.empty() ? "" : " ") + origin + ":" + num(n);
+  add("shed_by_origin", by_origin);
   std::string cost, cost_share;  // per application: "shop:2100 api:850" (ns per transaction), shares
   for (const auto& a : s.agent_cost) {
     char v[64];

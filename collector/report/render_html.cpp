@@ -308,6 +308,10 @@ void render_html(const Report& r, std::ostream& o) {
     o << "<p class=note><b>Dropped transactions: " << fmt_count(s.dropped_transactions) << "</b> ("
       << h(fmt_kind_counts(s.dropped_by_reason)) << "): " << h(kDroppedMeaning) << ".</p>";
   }
+  if (s.shed_transactions > 0) {
+    o << "<p class=note><b>Shed transactions: " << fmt_count(s.shed_transactions) << "</b> ("
+      << h(fmt_kind_counts(s.shed_by_origin)) << "): " << h(kShedMeaning) << ".</p>";
+  }
   if (!s.agent_cost.empty()) {
     o << "<p class=note><b>Agent cost</b> (" << h(kAgentCostMeaning) << "): ";
     for (size_t i = 0; i < s.agent_cost.size(); ++i) {

@@ -72,6 +72,10 @@ json summary_json(const Summary& s) {
   json by_reason = json::object();
   for (const auto& [reason, n] : s.dropped_by_reason) by_reason[reason] = n;
   j["dropped_by_reason"] = by_reason;
+  j["shed_transactions"] = s.shed_transactions;
+  json by_origin = json::object();
+  for (const auto& [origin, n] : s.shed_by_origin) by_origin[origin] = n;
+  j["shed_by_origin"] = by_origin;
   json cost = json::array();  // the agent's own cost per application (an estimate)
   for (const auto& a : s.agent_cost)
     cost.push_back({{"app", a.app},
@@ -181,7 +185,8 @@ json to_json(const Report& r) {
                           {"avg_ms", ms(n.avg_ns)},
                           {"p95_ms", ms(n.p95_ns)},
                           {"max_ms", ms(n.max_ns)},
-                          {"errors", n.errors}});
+                          {"errors", n.errors},
+                          {"shed", n.shed}});
   j["sql"] = json::array();
   for (size_t i = 0; i < r.sql.size(); ++i) j["sql"].push_back(group_json(r.sql[i], i + 1, false));
   j["calls"] = json::array();

@@ -137,6 +137,10 @@ void render_md(const Report& r, std::ostream& o) {
     o << "**Dropped transactions: " << fmt_count(s.dropped_transactions) << "** ("
       << fmt_kind_counts(s.dropped_by_reason) << "): " << kDroppedMeaning << ".\n\n";
   }
+  if (s.shed_transactions > 0) {
+    o << "**Shed transactions: " << fmt_count(s.shed_transactions) << "** ("
+      << fmt_kind_counts(s.shed_by_origin) << "): " << kShedMeaning << ".\n\n";
+  }
   if (!s.agent_cost.empty()) {
     o << "Agent cost (" << kAgentCostMeaning << "):\n\n";
     head(o, {"Application", "Transactions", "Agent cost per transaction", "Share of response time"}, "lrrr");

@@ -54,6 +54,10 @@ struct Summary {
   // Transactions the agents dropped or lost on the way (drops.h): missing from every figure above.
   int64_t dropped_transactions = 0;
   std::map<std::string, int64_t> dropped_by_reason;  // queue_full, send_failed, ... -> count
+  // Transactions counted but not stored (shed.h): shed by the collector under load or sampled out by the
+  // agents. Included in transactions, throughput, avg and pct above; in no other figure.
+  int64_t shed_transactions = 0;
+  std::map<std::string, int64_t> shed_by_origin;  // collector | agent -> count
   // The agent's own cost per application (empty when no selected transaction has an estimate).
   std::vector<AppAgentCost> agent_cost;
 };
@@ -79,6 +83,7 @@ struct NameRow {
   std::string app, name;
   int64_t count = 0, total_ns = 0, avg_ns = 0, p95_ns = 0, max_ns = 0, errors = 0;
   double share = 0;           // of the total response time of all selected transactions
+  int64_t shed = 0;           // of count: shed or sampled out (shed.h), in count, total, avg and p95
 };
 
 // One SQL fingerprint or one outbound call target (host + path), pt-query-digest style.

@@ -147,6 +147,25 @@ CREATE TABLE IF NOT EXISTS agent_received(
   last_sent_unix_ns INTEGER NOT NULL    -- Batch.sent_unix_ns of the last batch received (agent clock)
 );
 
+-- Transactions counted but not stored (issue 13): shed by the collector under load (origin 'collector': more
+-- arrived than the store could take) or sampled out by the agent's head sampling (origin 'agent':
+-- TXRAY_SAMPLE_RATE). None failed and none was slow (slower than its app's recent p95 or the configured
+-- threshold): those are always stored. Per application, name, minute and response-time bucket
+-- (txray/v1/shed_bucket.h: four per power of two), with their total response time, so readers can add
+-- them to counts, throughput, mean and percentiles (docs/report.md). Added within schema version 1, as
+-- drop_windows; readers of a store without it see none.
+CREATE TABLE IF NOT EXISTS shed_counts(
+  app            TEXT NOT NULL,
+  name           TEXT NOT NULL,
+  kind           TEXT NOT NULL,         -- http | api | process
+  minute_unix_ns INTEGER NOT NULL,      -- the minute they ended in (a multiple of 60 s)
+  origin         TEXT NOT NULL,         -- collector | agent
+  bucket         INTEGER NOT NULL,      -- response-time bucket: [shed_bucket_lo, shed_bucket_hi)
+  count          INTEGER NOT NULL,
+  elapsed_ns     INTEGER NOT NULL,      -- their total response time (the bucket's mean = elapsed_ns / count)
+  PRIMARY KEY(app, name, kind, minute_unix_ns, origin, bucket)
+) WITHOUT ROWID;
+
 -- The agent's own cost in each transaction (issue 14; Transaction.agent_cost_ns in the wire format): an
 -- estimate of the CPU the agent spent in it, on the host's threads (hooked calls x unit costs calibrated at
 -- the agent's start on that host) and on the agent's own thread (its share of the measured work of

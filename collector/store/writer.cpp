@@ -91,6 +91,10 @@ Writer::Writer(Db& db)
       summary_insert_(db,
                       "INSERT INTO step_summaries(tx_id, kind, fingerprint, text_id, count, elapsed_ns, rows,"
                       " errors, bytes_read, bytes_written) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"),
+      shed_upsert_(db,
+                   "INSERT INTO shed_counts(app, name, kind, minute_unix_ns, origin, bucket, count, elapsed_ns)"
+                   " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(app, name, kind, minute_unix_ns, origin, bucket)"
+                   " DO UPDATE SET count=count+excluded.count, elapsed_ns=elapsed_ns+excluded.elapsed_ns"),
       text_insert_(db, "INSERT INTO texts(hash, text) VALUES(?1, ?2) ON CONFLICT(hash) DO NOTHING"),
       text_select_(db, "SELECT id FROM texts WHERE hash = ?1"),
       link_callee_(db,
@@ -152,6 +156,7 @@ WriteCounts Writer::write(const v1::Batch& batch, int64_t now) {
         .run();
   }
   const std::string& app = batch.agent().app().empty() ? batch.agent().program() : batch.agent().app();
+  if (batch.sampled_out_size() > 0) counts.shed += add_shed_counts(batch, app);
   for (const auto& tx : batch.transactions()) {
     int64_t row = insert_transaction(tx, agent_id, app);
     ++counts.transactions;
@@ -209,6 +214,24 @@ void Writer::upsert_drop_window(const v1::DropWindow& w, int64_t agent_id, int64
       .run();
 }
 
+uint64_t Writer::add_shed_counts(const v1::Batch& b, std::string_view app) {
+  uint64_t n = 0;
+  for (const auto& c : b.sampled_out()) {
+    if (c.count() == 0) continue;
+    shed_upsert_.bind_static(1, app)
+        .bind_static(2, c.name())
+        .bind_static(3, c.kind())
+        .bind(4, c.minute_unix_ns())
+        .bind(5, c.by_collector() ? "collector" : "agent")
+        .bind(6, static_cast<int64_t>(c.bucket()))
+        .bind(7, c.count())
+        .bind(8, c.elapsed_ns())
+        .run();
+    n += c.count();
+  }
+  return n;
+}
+
 void Writer::account_received(const v1::Batch& b, int64_t agent_id, int64_t now) {
   auto sent = static_cast<int64_t>(b.sent_transactions());
   auto it = received_.find(agent_id);
@@ -246,6 +269,9 @@ void Writer::account_received(const v1::Batch& b, int64_t agent_id, int64_t now)
     r.transactions = sent;
   }
   r.transactions += b.transactions_size();
+  // Transactions the collector shed from this batch were received too (they are counted in shed_counts).
+  for (const auto& c : b.sampled_out())
+    if (c.by_collector()) r.transactions += static_cast<int64_t>(c.count());
   if (sent_at > r.last_sent_unix_ns) r.last_sent_unix_ns = sent_at;
   received_upsert_.bind(1, agent_id).bind(2, r.transactions).bind(3, r.last_sent_unix_ns).run();
 }

@@ -17,6 +17,7 @@ struct WriteCounts {
   uint64_t steps = 0;
   uint64_t summaries = 0;
   uint64_t links = 0;  // HTTP_CALL steps linked to their callee by this write
+  uint64_t shed = 0;   // transactions counted in shed_counts (shed by the collector or sampled out by the agent)
 };
 
 class Writer {
@@ -44,6 +45,8 @@ class Writer {
   int64_t insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app);
   void insert_step(int64_t tx_row, int no, const v1::Step& s, WriteCounts& counts);
   void insert_summary(int64_t tx_row, const v1::StepSummary& s);
+  // Adds the batch's ShedCount entries to shed_counts; returns the transactions they count.
+  uint64_t add_shed_counts(const v1::Batch& b, std::string_view app);
   // Id of the texts row holding `text` (inserted when new); NULL-able: returns 0 for an empty text.
   int64_t text_id(std::string_view text);
 
@@ -56,6 +59,7 @@ class Writer {
   Stmt tx_insert_;
   Stmt step_insert_;
   Stmt summary_insert_;
+  Stmt shed_upsert_;
   Stmt text_insert_, text_select_;
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it

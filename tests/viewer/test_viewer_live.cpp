@@ -54,6 +54,25 @@ class TestViewerLive : public QObject {
     QCOMPARE(w.points().size(), size_t(1));
   }
 
+  // Transactions shed by the collector or sampled out by agents (shed_counts) are in the count, never dots.
+  void statusBarCountsShedTransactions() {
+    StoreFixture store;
+    const int64_t t = now_ns();
+    store.insert({TxSpec{1, "front", "GET /r/1", t - 2000 * kMs, 5 * kMs}});
+    const std::string minute = std::to_string(t / 60'000'000'000 * 60'000'000'000);
+    store.exec("INSERT INTO shed_counts VALUES ('front', 'GET /r/1', 'http', " + minute + ", 'collector', 40, 7, 7000000)");
+    MainWindow w(false);
+    w.resize(1200, 800);
+    w.setPollInterval(50);
+    QVERIFY(open_and_wait(w, store.path()));
+    QCOMPARE(w.points().size(), size_t(1));
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusText().contains("8 transactions (7 of them counted, not stored)"), 5000);
+    // Counts that arrive while the window is open are added.
+    store.exec("INSERT INTO shed_counts VALUES ('front', 'GET /r/1', 'http', " + minute + ", 'agent', 40, 3, 3000000)");
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusText().contains("11 transactions (10 of them counted, not stored)"), 5000);
+    QCOMPARE(w.points().size(), size_t(1));
+  }
+
   void newRowsAppearWhileOpen() {
     StoreFixture store;
     const int64_t t = now_ns();

@@ -10,6 +10,7 @@ void Loader::open(const QString& path) {
     store_ = std::make_unique<Store>(path.toStdString());
     path_ = path.toStdString();
     last_id_ = 0;
+    last_shed_ = 0;
     emit opened(path, store_->max_id());
   } catch (const std::exception& e) {
     store_.reset();
@@ -31,6 +32,15 @@ void Loader::poll() {
       const bool more = batch->more;
       if (!batch->points.empty() || !batch->unattributed.empty()) emit pointsLoaded(batch);
       if (!more) break;
+    }
+    // Transactions only counted (load shedding, head sampling): their total, when it changed.
+    if (const int64_t shed = store_->shed_count(); shed != last_shed_) {
+      auto batch = std::make_shared<PointBatch>();
+      batch->apps = store_->apps();
+      batch->names = store_->names();
+      batch->last_id = last_id_;
+      batch->shed = last_shed_ = shed;
+      emit pointsLoaded(batch);
     }
   } catch (const std::exception& e) {
     emit failed(QString::fromStdString(e.what()));

@@ -54,6 +54,7 @@ class Loader : public QObject {
   std::unique_ptr<Store> store_;
   std::string path_;
   int64_t last_id_ = 0;
+  int64_t last_shed_ = 0;  // the shed_counts total last reported
 };
 
 class StoreSession : public QObject {

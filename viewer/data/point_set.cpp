@@ -13,6 +13,7 @@ void PointSet::append(const PointBatch& batch) {
   apps_ = batch.apps;
   names_ = batch.names;
   last_id_ = std::max(last_id_, batch.last_id);
+  if (batch.shed >= 0) shed_ = batch.shed;
   for (const auto& [kind, n] : batch.unattributed) {
     unattributed_[kind] += n;
     unattributed_steps_ += n;
@@ -37,6 +38,7 @@ void PointSet::clear() {
   last_id_ = 0;
   unattributed_.clear();
   unattributed_steps_ = 0;
+  shed_ = 0;
 }
 
 std::pair<size_t, size_t> PointSet::range(int64_t t0, int64_t t1) const {

@@ -33,6 +33,8 @@ class PointSet {
   const std::vector<std::string>& names() const { return names_; }
   // Steps the agent could not attribute to any request, in the rows loaded so far (no dots: types.h).
   int64_t unattributed_steps() const { return unattributed_steps_; }
+  // Transactions counted but not stored (shed or sampled out): no dots, but in the counts.
+  int64_t shed() const { return shed_; }
   const KindCounts& unattributed_by_kind() const { return unattributed_; }
 
   // Index range [first, last) of dots with t0 <= end <= t1.
@@ -57,6 +59,7 @@ class PointSet {
   int64_t last_id_ = 0;
   KindCounts unattributed_;
   int64_t unattributed_steps_ = 0;
+  int64_t shed_ = 0;
 };
 
 }  // namespace txray::viewer

@@ -291,6 +291,13 @@ std::optional<Profile> Store::load_profile(int64_t id) {
   return p;
 }
 
+int64_t Store::shed_count() {
+  Stmt has{prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shed_counts'")};
+  if (sqlite3_step(has) != SQLITE_ROW || sqlite3_column_int64(has, 0) == 0) return 0;
+  Stmt st{prepare("SELECT coalesce(sum(count), 0) FROM shed_counts")};
+  return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+}
+
 int64_t Store::count() {
   Stmt st{prepare("SELECT COUNT(*) FROM transactions WHERE kind IS NOT 'unattributed'")};
   return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;

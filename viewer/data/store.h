@@ -43,6 +43,8 @@ class Store {
   // The profile of transaction `id`; nullopt when there is no such transaction.
   std::optional<Profile> load_profile(int64_t id);
   int64_t count();  // transactions (containers of unattributed steps not included)
+  // Transactions counted but not stored (shed_counts, docs/schema.md); 0 for a store without the table.
+  int64_t shed_count();
 
  private:
   struct Hash {

@@ -33,6 +33,9 @@ struct PointBatch {
   int64_t last_id = 0;             // max(id) seen so far (containers included)
   bool more = false;               // true when the store has more rows to load right now
   KindCounts unattributed;         // unattributed steps of the containers among these rows, per step kind
+  // Transactions counted but not stored (shed_counts: shed by the collector under load, sampled out by
+  // the agents), the store's total when this batch was read; -1 when this batch did not read it.
+  int64_t shed = -1;
 };
 
 // A rectangle of the scatter in data coordinates (inclusive bounds).

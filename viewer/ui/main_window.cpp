@@ -360,7 +360,9 @@ QString MainWindow::statusText() const { return status_->text(); }
 
 void MainWindow::updateStatus() {
   QString s = error_.isEmpty() ? QString() : tr("Error: %1  ·  ").arg(error_);
-  s += tr("%L1 transactions").arg(points_.size());
+  s += tr("%L1 transactions").arg(static_cast<qint64>(points_.size()) + points_.shed());
+  // Shed by the collector under load or sampled out by the agents: counted, never drawn.
+  if (const int64_t shed = points_.shed(); shed > 0) s += tr(" (%L1 of them counted, not stored)").arg(shed);
   // Steps of no transaction (the data layer counts them as it loads): said, never drawn.
   QString unattributed;
   if (const int64_t n = points_.unattributed_steps(); n > 0) {
