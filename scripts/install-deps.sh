@@ -11,8 +11,10 @@ PKGS=(
   qt6-base-dev libqt6sql6-sqlite libgl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
-  zlib1g-dev libcurl4-openssl-dev libssl-dev libpq-dev
+  zlib1g-dev libcurl4-openssl-dev libssl-dev libpq-dev   # libcurl + zlib: the collector's OTLP/HTTP export
   postgresql-15 postgresql-client-15
+  libmariadb-dev mariadb-server mariadb-client   # MySQL/MariaDB hooks' header; the server tests/e2e/test_mariadb.py starts
+  python3-mysqldb python3-pymysql                # Python MySQL drivers of test_mariadb (C over libmariadb; pure Python)
   curl python3 procps
   nginx openjdk-17-jdk-headless   # fronts of the attribution tests (tests/e2e/test_attr_*.py)
   nodejs                          # bench/node_hints (Node.js >= 18; the machine has 20)
@@ -29,14 +31,28 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+# The OTLP receiver of the export tests (tests/e2e/otlp/receiver.js) decodes with the official
+# OpenTelemetry definitions: the generated protobuf root of @opentelemetry/otlp-transformer, at the
+# version (and dependencies) pinned by tests/e2e/otlp/package-lock.json. npm ci into that folder when
+# what is there is not that version.
+OTLP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/e2e/otlp"
+want=$(sed -n 's/.*"@opentelemetry\/otlp-transformer": "\(.*\)".*/\1/p' "$OTLP_DIR/package.json")
+have=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$OTLP_DIR/node_modules/@opentelemetry/otlp-transformer/package.json" 2>/dev/null || true)
+if [ "$want" != "$have" ]; then
+  if ! command -v npm >/dev/null; then  # NodeSource's nodejs brings npm; Debian's has it apart
+    SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "install-deps: npm ci in tests/e2e/otlp (@opentelemetry/otlp-transformer $want)"
+  (cd "$OTLP_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
+fi

@@ -25,7 +25,10 @@ void HttpConn::on_read(const char* p, size_t n) {
   if (!watching || n == 0) return;
   if (!req_body.done()) {
     size_t used = req_body.feed(p, n);
-    if (tx) tx->bytes_read += used;
+    if (tx) {
+      tx->bytes_read += used;
+      ++tx->io_calls;
+    }
     p += used;
     n -= used;
     if (n == 0) return;
@@ -87,6 +90,7 @@ void HttpConn::try_begin() {
 }
 
 void HttpConn::on_write(const char* p, size_t n) {
+  if (tx) ++tx->io_calls;
   while (tx && n > 0) {
     size_t used = resp.feed(p, n);
     tx->bytes_written += used;
@@ -101,6 +105,7 @@ void HttpConn::on_write(const char* p, size_t n) {
 void HttpConn::on_write_opaque(uint64_t n) {
   if (!tx) return;
   tx->bytes_written += n;
+  ++tx->io_calls;
   resp.feed_opaque(n);
   if (resp.done()) finish(resp.status(), nullptr);
 }

@@ -18,7 +18,7 @@
 
 namespace txray::sql {
 
-enum class BindType : uint8_t { unset, null, integer, real, text, blob, zeroblob, value, pointer };
+enum class BindType : uint8_t { unset, null, integer, real, text, blob, zeroblob, value, pointer, decimal, datetime };
 
 const char* bind_type_name(BindType t);
 
@@ -55,6 +55,23 @@ class BindList {
 // `formats[i]` 1 = binary (shown as binary(N) in raw mode), `values[i]` null = SQL NULL.
 std::string format_pg_params(int n, const char* const* values, const int* lengths, const int* formats,
                              TextMode mode, size_t max_bind);
+
+// One parameter of a MySQL/MariaDB prepared statement (a MYSQL_BIND) as mysql_stmt_execute sends it:
+// `type` is its enum_field_types number (the wire protocol's numbers, the same in every client library),
+// `buffer`/`length` its value as the program left it (read in raw mode only).
+struct MysqlParam {
+  int type = 6;  // MYSQL_TYPE_NULL
+  bool is_null = false;
+  bool is_unsigned = false;
+  const void* buffer = nullptr;
+  unsigned long length = 0;
+};
+
+// The kind a MySQL parameter shows as in mask mode (int, real, decimal, text, blob, datetime, null).
+BindType mysql_bind_type(const MysqlParam& p);
+
+// The value raw mode shows: 42, 1.5, 'text' (cut to max_bind), blob(N), NULL, datetime(2024-01-02 03:04:05).
+std::string mysql_param_raw(const MysqlParam& p, size_t max_bind);
 
 // Quotes `v` for raw mode: 'it''s', cut to max_bind bytes on a UTF-8 boundary.
 std::string quote_value(std::string_view v, size_t max_bind);

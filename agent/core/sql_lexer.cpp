@@ -37,7 +37,8 @@ bool is_sign_keyword(std::string_view w) {
 
 class Lexer {
  public:
-  explicit Lexer(std::string_view s) : s_(s) {}
+  Lexer(std::string_view s, Dialect d)
+      : s_(s), mysql_(d != Dialect::standard), backslash_(d == Dialect::mysql) {}
 
   std::vector<Token> run() {
     std::vector<Token> out;
@@ -47,6 +48,7 @@ class Lexer {
       unsigned char c = s_[i_];
       if (is_space(c)) { ++i_; space = true; continue; }
       if (c == '-' && peek(1) == '-') { skip_line_comment(); space = true; continue; }
+      if (c == '#' && mysql_) { skip_line_comment(); space = true; continue; }
       if (c == '/' && peek(1) == '*') { skip_block_comment(); space = true; continue; }
       size_t start = i_;
       TokenKind kind = scan(out);
@@ -81,7 +83,8 @@ class Lexer {
   // Scans one token starting at i_, leaves i_ after it, returns its kind.
   TokenKind scan(const std::vector<Token>& prev) {
     unsigned char c = s_[i_];
-    if (c == '\'') { scan_quoted('\'', false); return TokenKind::literal; }
+    if (c == '\'') { scan_quoted('\'', backslash_); return TokenKind::literal; }
+    if (c == '"' && mysql_) { scan_quoted('"', backslash_); return TokenKind::literal; }
     if (c == '"') { scan_quoted('"', false); return TokenKind::quoted_ident; }
     if (c == '`') { scan_quoted('`', false); return TokenKind::quoted_ident; }
     if (is_digit(c) || (c == '.' && is_digit(peek(1)))) { scan_number(); return TokenKind::literal; }
@@ -162,7 +165,8 @@ class Lexer {
     if (peek(0) == '\'' && w.size() == 1) {
       char p = w[0] | 0x20;
       if (p == 'e') { scan_quoted('\'', true); return TokenKind::literal; }   // E'it\'s'
-      if (p == 'x' || p == 'b' || p == 'n') { scan_quoted('\'', false); return TokenKind::literal; }
+      if (p == 'n') { scan_quoted('\'', backslash_); return TokenKind::literal; }  // N'..' is a string
+      if (p == 'x' || p == 'b') { scan_quoted('\'', false); return TokenKind::literal; }
     }
     if (peek(0) == '&' && peek(1) == '\'' && w.size() == 1 && (w[0] | 0x20) == 'u') {  // U&'d\0061t'
       ++i_;
@@ -197,11 +201,13 @@ class Lexer {
   }
 
   std::string_view s_;
+  bool mysql_;      // '#' comments, ".." strings
+  bool backslash_;  // '\' escapes inside '..' and ".."
   size_t i_ = 0;
 };
 
 }  // namespace
 
-std::vector<Token> tokenize(std::string_view sql) { return Lexer(sql).run(); }
+std::vector<Token> tokenize(std::string_view sql, Dialect dialect) { return Lexer(sql, dialect).run(); }
 
 }  // namespace txray::sql

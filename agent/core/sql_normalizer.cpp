@@ -141,8 +141,27 @@ void truncate_utf8(std::string& s, size_t max) {
   s += "...";
 }
 
-Normalized normalize(std::string_view sql, TextMode mode, size_t max_text) {
-  std::vector<Token> tokens = tokenize(sql);
+std::string mask_error_message(std::string_view msg, TextMode mode) {
+  if (mode == TextMode::raw) return std::string(msg);
+  // A quote between two letters is the message's own apostrophe ("doesn't"), not a value's quote.
+  auto letter = [&](size_t i) {
+    unsigned char c = i < msg.size() ? msg[i] : 0;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  };
+  auto quote = [&](size_t i) { return msg[i] == '\'' && !(i > 0 && letter(i - 1) && letter(i + 1)); };
+  size_t first = 0;
+  while (first < msg.size() && !quote(first)) ++first;
+  if (first == msg.size()) return std::string(msg);
+  size_t last = msg.size() - 1;
+  while (last > first && !quote(last)) --last;
+  std::string out(msg.substr(0, first));
+  out += '?';
+  if (last != first) out += msg.substr(last + 1);  // a lone quote: the rest may be a value, dropped
+  return out;
+}
+
+Normalized normalize(std::string_view sql, TextMode mode, size_t max_text, Dialect dialect) {
+  std::vector<Token> tokens = tokenize(sql, dialect);
   std::vector<Out> out = Normalizer(tokens).run();
   Normalized n;
   n.fingerprint = fingerprint_of(out);

@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 
+#include "sql_lexer.h"
+
 namespace txray::sql {
 
 enum class TextMode : unsigned char { mask, raw, off };
@@ -34,7 +36,17 @@ struct Normalized {
   uint64_t fingerprint = 0;
 };
 
-Normalized normalize(std::string_view sql, TextMode mode = TextMode::mask, size_t max_text = kDefaultMaxText);
+// `dialect` (sql_lexer.h) decides what a literal and a comment are: MySQL/MariaDB clients pass
+// Dialect::mysql ('\' escapes, ".." strings, '#' comments).
+Normalized normalize(std::string_view sql, TextMode mode = TextMode::mask, size_t max_text = kDefaultMaxText,
+                     Dialect dialect = Dialect::standard);
+
+// A server's error message as a SQL row records it. MySQL/MariaDB messages quote the values and the
+// statement text that caused them ("Duplicate entry 'bob@x.org' for key 'email'", "… near 'WHERE pw =
+// 'hunter2'' at line 1"), with the quotes inside unescaped: unless `mode` is raw, everything from the
+// first single quote to the last becomes '?' ("Duplicate entry ?", "… near ? at line 1"); a quote
+// between two letters is an apostrophe of the message ("doesn't") and stays.
+std::string mask_error_message(std::string_view msg, TextMode mode);
 
 // Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence, appending "..." when it cut.
 void truncate_utf8(std::string& s, size_t max);

@@ -1,5 +1,6 @@
-// Per-handle state of the SQL hooks: what the agent keeps for each prepared SQLite statement and each
-// libpq connection, looked up by the library's handle (sqlite3_stmt*, PGconn*).
+// Per-handle state of the SQL hooks: what the agent keeps for each prepared SQLite statement, each libpq
+// connection and each MySQL/MariaDB connection, result and prepared statement, looked up by the
+// library's handle (sqlite3_stmt*, PGconn*, MYSQL*, MYSQL_RES*, MYSQL_STMT*).
 //
 // The normalized text (sql_normalizer.h) is computed once per prepared statement and reused by every
 // execution; bind values are kept between executions as SQLite keeps them.
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "recorder.h"
 #include "sql_binds.h"
@@ -61,6 +63,44 @@ struct PgConnection {
   std::string label;  // "db@host:port", for the PQfinish row
   std::unordered_map<std::string, PgStatement> prepared;  // statement name -> its text
   PendingQuery pending;
+};
+
+// A MySQL/MariaDB connection (MYSQL*).
+struct MysqlConnection {
+  std::string label;                // "mysql://user@host:port/db" (no password), for the mysql_close row
+  PendingQuery pending;             // mysql_send_query … mysql_read_query_result
+  SharedText pending_text;          // its normalized text and fingerprint, for its row at the answer
+  uint64_t pending_fingerprint = 0;
+  // The last query that returned a result set: its row is closed; mysql_store_result (or mysql_use_result
+  // and the mysql_fetch_row calls that follow) add the rows and the fetch time to it.
+  OpenExecution last;
+};
+
+// A result set read row by row (mysql_use_result … mysql_fetch_row until it returns NULL).
+struct MysqlResult {
+  void* conn = nullptr;  // MYSQL*: its error when a fetch fails
+  OpenExecution run;
+};
+
+// Where a prepared statement's parameter lives (a copy of what mysql_stmt_bind_param was given: the
+// library reads the buffers, lengths and null flags again at every mysql_stmt_execute, and so does the agent).
+struct MysqlParamSlot {
+  int type = 6;                      // enum_field_types (MYSQL_TYPE_NULL)
+  const char* is_null = nullptr;     // my_bool*, or null: is_null_value
+  bool is_null_value = false;
+  bool is_unsigned = false;
+  const void* buffer = nullptr;
+  const unsigned long* length = nullptr;  // or null: buffer_length
+  unsigned long buffer_length = 0;
+};
+
+struct MysqlStatement {
+  void* conn = nullptr;  // MYSQL* it was made on (mysql_stmt_init), for its dialect
+  Normalized sql;        // text per TXRAY_SQL, fingerprint
+  SharedText text;
+  std::vector<MysqlParamSlot> params;
+  BindList binds;
+  OpenExecution run;     // an execution whose result set is being read (store_result or fetch)
 };
 
 // Handle -> state, safe to use from several threads (a lock per shard; a handle itself is used by one

@@ -81,8 +81,13 @@ struct Transaction {
   std::vector<Step> steps;
   std::vector<StepSummary> summary;
   std::vector<Attr> attrs;
+  // The agent's own cost in this transaction (transport/self_cost.h): set on the agent thread just
+  // before encoding, never on a host thread.
+  uint64_t agent_cost_ns = 0;    // estimate, host threads + agent thread
+  uint64_t agent_thread_ns = 0;  // of which the agent thread's share
 
   // Recording state.
+  uint32_t io_calls = 0;  // followed reads/writes of its connection after the one that began it (self_cost)
   bool shared = false;  // process mode: steps from every thread, serialized by `mu`, process CPU
   // Used from more than one thread (captured for a hand-off, or the unattributed container): serialized
   // by `mu`, thread CPU (a row on another thread than the previous one gets CPU_T 0). Set on the owner

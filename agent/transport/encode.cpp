@@ -5,6 +5,7 @@
 
 #include "../core/clock.h"
 #include "pb_writer.h"
+#include "self_cost.h"
 
 #include <cstring>
 
@@ -80,6 +81,8 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
   for (const auto& s : t.summary) write_summary(w, s);
   for (const auto& a : t.attrs) write_attr(w, 21, a);
   w.str(22, t.kind);
+  w.u64(26, t.agent_cost_ns);
+  w.u64(27, t.agent_thread_ns);
   w.end(m);
 }
 
@@ -102,6 +105,20 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
   w.u64(8, id.start_unix_ns);
   w.str(9, id.mode);
   w.str(10, id.command_line);
+  if (const selfcost::Units& u = selfcost::units(); u.valid()) {
+    auto ps = [](double ns) { return uint64_t(ns * 1000 + 0.5); };
+    size_t cu = w.begin(13);  // AgentInfo.cost_units
+    w.u64(1, ps(u.tx_ns));
+    w.u64(2, ps(u.row_ns));
+    w.u64(3, ps(u.folded_ns));
+    w.u64(4, ps(u.io_ns));
+    w.u64(5, ps(u.syscall_ns));
+    w.u64(6, ps(u.encode_tx_ns));
+    w.u64(7, ps(u.encode_row_ns));
+    w.u64(8, ps(u.cpu_clock_ns));
+    w.u64(9, u.calibration_ns);
+    w.end(cu);
+  }
   if (sample_rate > 0) {
     uint64_t bits;
     std::memcpy(&bits, &sample_rate, sizeof bits);

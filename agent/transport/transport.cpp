@@ -23,6 +23,7 @@
 #include "encode.h"
 #include "mpsc_queue.h"
 #include "sampler.h"
+#include "self_cost.h"
 #include "zmtp.h"
 
 namespace txray::transport {
@@ -102,6 +103,7 @@ class Sender {
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     bool exit_windows_sent = false, exit_sampled_sent = false;
     for (;;) {
+      uint64_t work0 = thread_cpu();  // the agent's own cost: this iteration's work (self_cost.h)
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
       st_->busy.store(true, std::memory_order_seq_cst);  // before popping: flush() must not miss a batch
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
@@ -124,8 +126,9 @@ class Sender {
       if (!batch.empty() || last_windows || last_sampled ||
           ((sig != last_sig || windows_.want_send() || !sampler_.pending().empty()) && now - last_sent > kHeartbeatNs)) {
         if (exiting) exit_windows_sent = exit_sampled_sent = true;
-        send(batch, exiting);
+        bool encoded = send(batch, exiting);
         for (Transaction* t : batch) delete t;
+        if (encoded && !batch.empty()) note_agent_work(thread_cpu() - work0);
         batch.clear();
         last_sent = now;
         last_sig = drops_signature(counters());
@@ -194,22 +197,51 @@ class Sender {
     down_ = true;
   }
 
-  void send(const std::vector<Transaction*>& batch, bool exiting) {
+  // True when the batch was encoded (its work is what note_agent_work() measures).
+  bool send(const std::vector<Transaction*>& batch, bool exiting) {
     // No connection, none to be had now: counted without encoding (while the collector is away the
     // agent thread costs the host's CPUs next to nothing).
-    if (!connected(exiting)) return not_sent(batch);
+    if (!connected(exiting)) return not_sent(batch), false;
+    estimate_costs(batch);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_, &sampler_.pending(),
                       sampler_.active() ? config().sample_rate : 0)) {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
-      return;
+      return false;
     }
     if (push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
       windows_.delivered(clock::mono_ns());
       sampler_.delivered();
       sent_tx_ += batch.size();
-      return;
+      return true;
     }
     not_sent(batch);
+    return true;
+  }
+
+  // The agent's own cost of each transaction (self_cost.h): the host side from its counts, and a share
+  // of the agent thread's work — the calibrated weight of encoding it, scaled by how the last batches'
+  // measured work compared with their weights.
+  void estimate_costs(const std::vector<Transaction*>& batch) {
+    batch_weight_ = 0;
+    for (Transaction* t : batch) {
+      double w = selfcost::agent_thread_weight(*t);
+      batch_weight_ += w;
+      t->agent_thread_ns = uint64_t(w * work_scale_ + 0.5);
+      uint64_t host = selfcost::host_estimate(*t);
+      t->agent_cost_ns = host ? host + t->agent_thread_ns : 0;
+    }
+  }
+  void note_agent_work(uint64_t cpu_ns) {
+    if (batch_weight_ <= 0) return;
+    double scale = double(cpu_ns) / batch_weight_;
+    if (scale < 0.1) scale = 0.1;  // a descheduled or mis-read batch moves the estimate only so far
+    if (scale > 20) scale = 20;
+    work_scale_ += (scale - work_scale_) * 0.25;
+  }
+  static uint64_t thread_cpu() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
   }
 
   void not_sent(const std::vector<Transaction*>& batch) {
@@ -230,6 +262,8 @@ class Sender {
   DropWindows windows_;
   HeadSampler sampler_;
   uint64_t sent_tx_ = 0;  // transactions in batches that went into a connection (Batch.sent_transactions)
+  double batch_weight_ = 0;  // calibrated agent-thread weight of the batch being sent (self_cost.h)
+  double work_scale_ = 1;    // measured agent-thread work / calibrated weight, smoothed over batches
 };
 
 void* thread_main(void* arg) {
@@ -238,6 +272,8 @@ void* thread_main(void* arg) {
   if (!take_private_fd_table(config().shared_fd_table, config().debug))
     debug_log("no private descriptor table (%s): the collector connection sits at the top of the program's",
               config().shared_fd_table ? "TXRAY_FD_TABLE=shared" : "unshare refused");
+  // The agent's own unit costs on this host, before the first batch (a few ms of this thread's CPU).
+  selfcost::calibrate();
   auto* st = static_cast<State*>(arg);
   Sender(st).run();
   return nullptr;

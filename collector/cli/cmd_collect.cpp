@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 
 #include "collect_service.h"
 #include "commands.h"
+#include "exporter.h"
 
 namespace txray::cli {
 
@@ -42,6 +44,16 @@ int collect_main(int argc, char** argv) {
                "listen on a non-loopback address without authentication: anyone who reaches it can write");
   app.add_option("--status-interval", opts.status_interval_s, "seconds between status lines on stderr (0: none)")
       ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  otlp::ExporterOptions otlp_opts;
+  std::vector<std::string> otlp_headers;
+  app.add_option("--otlp-endpoint", otlp_opts.endpoint,
+                 "also forward what is received to an OpenTelemetry back-end over OTLP/HTTP, e.g. "
+                 "http://127.0.0.1:4318 (spans POSTed to /v1/traces; docs/otlp.md)");
+  app.add_option("--otlp-header", otlp_headers, "a header for every OTLP request, KEY=VALUE (repeatable)");
+  app.add_option("--otlp-queue", otlp_opts.queue_transactions,
+                 "transactions waiting for the OTLP back-end, at most; past it they are dropped and counted")
+      ->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   app.add_option("--max-message-mib", max_message_mib, "larger agent messages are counted as oversize and dropped")
       ->check(CLI::Range(0.001, 1024.0))
@@ -86,6 +98,18 @@ int collect_main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  std::unique_ptr<otlp::Exporter> exporter;
+  if (!otlp_opts.endpoint.empty()) {
+    std::string why;
+    if (!otlp::header_lines(otlp_headers, otlp_opts.headers, &why) || !otlp::valid_endpoint(otlp_opts.endpoint, &why)) {
+      std::fprintf(stderr, "txray collect: %s\n", why.c_str());
+      return 2;
+    }
+    otlp_opts.limits = opts.limits;
+    exporter = std::make_unique<otlp::Exporter>(otlp_opts);
+    opts.tap = exporter.get();
+    std::fprintf(stderr, "txray collect: forwarding to %s (OTLP/HTTP)\n", exporter->url().c_str());
+  }
   ingest::CollectStats stats;
   return ingest::run_collector(opts, g_stop, stats);
 }

@@ -10,4 +10,5 @@ int keygen_main(int argc, char** argv);   // cli/cmd_keygen.cpp
 int report_main(int argc, char** argv);   // report/cmd_report.cpp
 int enable_main(int argc, char** argv);   // cli/cmd_enable.cpp
 int disable_main(int argc, char** argv);  // cli/cmd_enable.cpp
+int export_main(int argc, char** argv);   // cli/cmd_export.cpp
 }  // namespace txray::cli

@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"collect", "receive transactions from agents and store them in SQLite", txray::cli::collect_main},
     {"show", "print stored transactions as X-View profiles (or JSON)", txray::cli::show_main},
     {"report", "export a slow-call report (Markdown, HTML, CSV, JSON)", txray::cli::report_main},
+    {"export", "send stored transactions to an OpenTelemetry back-end (OTLP/HTTP)", txray::cli::export_main},
     {"keygen", "write CURVE key pairs for an authenticated collector and its agents", txray::cli::keygen_main},
     {"enable", "preload the agent into a systemd unit (writes a drop-in)", txray::cli::enable_main},
     {"disable", "remove the drop-in `txray enable` wrote", txray::cli::disable_main},

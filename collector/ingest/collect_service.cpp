@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <zmq.hpp>
 
+#include "batch_tap.h"
 #include "bounded_queue.h"
 #include "checkpointer.h"
 #include "curve_auth.h"
@@ -272,6 +273,7 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
   if (uint64_t n = s.agent_sampled_out.load(); n > 0) sampled = ", agents sampled out " + std::to_string(n);
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
+  if (s.tap) full += s.tap->status();  // the OTLP export's counters
   std::fprintf(stderr,
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
@@ -312,6 +314,7 @@ class Receiver {
     note_drops(*batch.batch);
     uint64_t n = static_cast<uint64_t>(batch.batch->transactions_size());
     stats_.received_tx += n;
+    if (opts_.tap) opts_.tap->offer(msg.data(), msg.size(), *batch.batch);  // copies and queues, never waits
     using namespace std::chrono_literals;
     // Block while the writer catches up (back-pressure). The queue is closed only after the last
     // receive, so this always ends with the batch queued. Its weight is the decoded size (the arena's),
@@ -431,6 +434,7 @@ void count_monitor_events(zmq::socket_t& mon, CollectStats& stats) {
 
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats) {
   if (!check_security(opts)) return 2;
+  stats.tap = opts.tap;
   silence_protobuf_logging();
   // SQLite's allocation statistics take a global mutex on every malloc; the collector never reads them.
   // (Only possible before SQLite initializes; harmless SQLITE_MISUSE otherwise.)
@@ -567,6 +571,7 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     zap->stop();
   }
   store->stop();
+  if (opts.tap) opts.tap->finish(opts.tap_finish);
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
   print_status(stats, secs, prev_recv, prev_stored, prev_shed, queue.size(), true);
   return 0;

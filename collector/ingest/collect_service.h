@@ -12,6 +12,8 @@
 
 namespace txray::ingest {
 
+class BatchTap;  // batch_tap.h
+
 struct CollectOptions {
   std::string listen = "tcp://127.0.0.1:7878";  // ZeroMQ endpoint to bind: tcp://HOST:PORT or ipc://PATH
   std::string db = "txray.db";                   // SQLite file, created when missing (mode 0600)
@@ -22,6 +24,8 @@ struct CollectOptions {
   bool insecure = false;
   double status_interval_s = 5;  // 0 turns the periodic status line off
   Limits limits;
+  BatchTap* tap = nullptr;  // not owned: gets every accepted batch beside the store (OTLP export), or none
+  std::chrono::milliseconds tap_finish{5000};  // at stop, how long the tap may take to deliver its queue
   size_t queue_batches = 512;                 // decoded batches waiting for the writer
   size_t queue_bytes = 256u << 20;            // … and their encoded size
   size_t commit_rows = 50000;                 // rows per SQLite transaction, at most (roughly)
@@ -35,6 +39,7 @@ struct CollectOptions {
 
 // Counters shared by the two threads; read for the status line and the final summary.
 struct CollectStats {
+  const BatchTap* tap = nullptr;          // the stage beside the store (opts.tap), whose counters the line shows
   std::atomic<uint64_t> messages{0};      // ZeroMQ messages received
   std::atomic<uint64_t> received_tx{0};   // transactions in accepted batches
   std::atomic<uint64_t> stored_tx{0};

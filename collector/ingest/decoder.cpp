@@ -12,7 +12,7 @@ namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, shed_count };
+enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, shed_count, cost_units };
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -25,6 +25,7 @@ size_t object_bytes(Msg m) {
     case Msg::attribute: return sizeof(v1::Attribute);
     case Msg::drop_window: return sizeof(v1::DropWindow);
     case Msg::shed_count: return sizeof(v1::ShedCount);
+    case Msg::cost_units: return sizeof(v1::AgentCostUnits);
   }
   return 0;
 }
@@ -38,6 +39,9 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
       if (field == 5) return *child = Msg::tx, true;
       if (field == 6) return *child = Msg::drop_window, true;
       if (field == 10) return *child = Msg::shed_count, true;
+      return false;
+    case Msg::agent:
+      if (field == 13) return *child = Msg::cost_units, true;
       return false;
     case Msg::tx:
       if (field == 19) return *child = Msg::step, true;
@@ -57,12 +61,13 @@ uint64_t max_field(Msg m) {
     case Msg::batch: return 10;
     case Msg::agent: return 16;
     case Msg::drops: return 8;
-    case Msg::tx: return 22;
+    case Msg::tx: return 27;
     case Msg::step: return 17;
     case Msg::summary: return 9;
     case Msg::attribute: return 2;
     case Msg::drop_window: return 6;
     case Msg::shed_count: return 7;
+    case Msg::cost_units: return 9;
   }
   return 0;
 }

@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "step_groups.h"
 #include "drops.h"
+#include "agent_cost.h"
 #include "unattributed.h"
 
 namespace txray::report {
@@ -368,6 +369,7 @@ std::string compute_report(const Options& opt, Report& r) {
     add_shed_to_summary(shed, stored_elapsed(sel), r.summary);
     count_unattributed(db, opt, r.summary);
     count_drops(db, opt, r.summary);
+    compute_agent_cost(db, sel, r.summary);
     phase("summary");
     if (!(opt.compare_only && opt.baseline)) {
       compute_names(sel, shed, opt.top, r);

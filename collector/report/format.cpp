@@ -38,6 +38,22 @@ std::string fmt_pct(double f) {
   return buf;
 }
 
+std::string fmt_agent_cost(double ns) {
+  char buf[32];
+  if (ns < 999.5) std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 99'950) std::snprintf(buf, sizeof buf, "%.1f µs", ns / 1e3);
+  else if (ns < 999'500) std::snprintf(buf, sizeof buf, "%.0f µs", ns / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  return buf;
+}
+
+std::string fmt_agent_cost(double ns, double share) {
+  char pct[32];
+  if (share * 100 < 0.05) std::snprintf(pct, sizeof pct, " (<0.1%%)");
+  else std::snprintf(pct, sizeof pct, " (%.1f%%)", share * 100);
+  return fmt_agent_cost(ns) + pct;
+}
+
 std::string fmt_time(int64_t unix_ns) {
   std::time_t s = static_cast<std::time_t>(unix_ns / 1'000'000'000);
   std::tm tm{};

@@ -20,6 +20,8 @@ inline constexpr const char* kUnattributedMeaning =
     "`txray show --unattributed` lists them, docs/agent.md gives the rules";
 
 // What dropped transactions are, in the words of the Markdown and HTML summaries.
+inline constexpr const char* kAgentCostMeaning =
+    "the CPU txray's agent itself spent per transaction, an estimate from its calibrated unit costs";
 inline constexpr const char* kDroppedMeaning =
     "requests the traced processes served but whose transactions never reached the store (the collector "
     "was away, an agent's queue was full, or batches were lost on the way). They count in none of the "

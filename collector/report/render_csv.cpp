@@ -62,6 +62,16 @@ Table summary_table(const Report& r) {
   std::string by_origin;
   for (const auto& [origin, n] : s.shed_by_origin) by_origin += (by_origin.empty() ? "" : " ") + origin + ":" + num(n);
   add("shed_by_origin", by_origin);
+  std::string cost, cost_share;  // per application: "shop:2100 api:850" (ns per transaction), shares
+  for (const auto& a : s.agent_cost) {
+    char v[64];
+    std::snprintf(v, sizeof v, "%.0f", a.mean_ns());
+    cost += (cost.empty() ? "" : " ") + a.app + ":" + v;
+    std::snprintf(v, sizeof v, "%.6f", a.share());
+    cost_share += (cost_share.empty() ? "" : " ") + a.app + ":" + v;
+  }
+  add("agent_cost_ns_per_tx", cost);
+  add("agent_cost_share", cost_share);
   add("filters", r.filters);
   return tb;
 }

@@ -312,6 +312,15 @@ void render_html(const Report& r, std::ostream& o) {
     o << "<p class=note><b>Shed transactions: " << fmt_count(s.shed_transactions) << "</b> ("
       << h(fmt_kind_counts(s.shed_by_origin)) << "): " << h(kShedMeaning) << ".</p>";
   }
+  if (!s.agent_cost.empty()) {
+    o << "<p class=note><b>Agent cost</b> (" << h(kAgentCostMeaning) << "): ";
+    for (size_t i = 0; i < s.agent_cost.size(); ++i) {
+      const auto& a = s.agent_cost[i];
+      o << (i ? "; " : "") << h(a.app) << " " << h(fmt_agent_cost(a.mean_ns(), a.share())) << " over "
+        << fmt_count(a.transactions) << " transactions";
+    }
+    o << ".</p>";
+  }
 
   o << "\n<div class=charts><div class=chart><h3>Response time over time (log scale)</h3>";
   scatter(o, r.scatter);

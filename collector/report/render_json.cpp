@@ -76,6 +76,13 @@ json summary_json(const Summary& s) {
   json by_origin = json::object();
   for (const auto& [origin, n] : s.shed_by_origin) by_origin[origin] = n;
   j["shed_by_origin"] = by_origin;
+  json cost = json::array();  // the agent's own cost per application (an estimate)
+  for (const auto& a : s.agent_cost)
+    cost.push_back({{"app", a.app},
+                    {"transactions", a.transactions},
+                    {"mean_ns", a.mean_ns()},
+                    {"share", a.share()}});
+  j["agent_cost"] = cost;
   return j;
 }
 

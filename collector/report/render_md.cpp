@@ -141,6 +141,13 @@ void render_md(const Report& r, std::ostream& o) {
     o << "**Shed transactions: " << fmt_count(s.shed_transactions) << "** ("
       << fmt_kind_counts(s.shed_by_origin) << "): " << kShedMeaning << ".\n\n";
   }
+  if (!s.agent_cost.empty()) {
+    o << "Agent cost (" << kAgentCostMeaning << "):\n\n";
+    head(o, {"Application", "Transactions", "Agent cost per transaction", "Share of response time"}, "lrrr");
+    for (const auto& a : s.agent_cost)
+      row(o, {a.app, fmt_count(a.transactions), fmt_agent_cost(a.mean_ns()), fmt_pct(a.share())});
+    o << "\n";
+  }
 
   o << "## Slowest transactions\n\n";
   if (r.slowest.empty()) o << "None.\n\n";

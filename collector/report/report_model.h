@@ -25,6 +25,17 @@ struct TimeShares {
   int64_t wait_ns = 0;   // neither CPU nor a traced call: sockets, locks, sleeps, the scheduler
 };
 
+// The agent's own cost in one application's selected transactions (agent_cost.h): the estimate each
+// transaction carries, over those that have one.
+struct AppAgentCost {
+  std::string app;
+  int64_t transactions = 0;      // selected transactions with an estimate
+  int64_t total_cost_ns = 0;
+  int64_t total_elapsed_ns = 0;  // their response times
+  double mean_ns() const { return transactions ? double(total_cost_ns) / double(transactions) : 0; }
+  double share() const { return total_elapsed_ns > 0 ? double(total_cost_ns) / double(total_elapsed_ns) : 0; }
+};
+
 struct Summary {
   int64_t transactions = 0;
   int64_t errors = 0;
@@ -47,6 +58,8 @@ struct Summary {
   // agents. Included in transactions, throughput, avg and pct above; in no other figure.
   int64_t shed_transactions = 0;
   std::map<std::string, int64_t> shed_by_origin;  // collector | agent -> count
+  // The agent's own cost per application (empty when no selected transaction has an estimate).
+  std::vector<AppAgentCost> agent_cost;
 };
 
 enum class Cost { Sql, Fetch, Call, SocketWait, Cpu, Idle };

@@ -74,6 +74,13 @@ nlohmann::ordered_json transaction_json(const Transaction& t) {
   j["bytes_written"] = t.bytes_written;
   j["tid"] = t.tid;
   j["attributes"] = attributes_object(t.attributes);
+  // The agent's own cost (an estimate; null when the agent sent none).
+  if (t.agent_cost_ns) {
+    j["agent_cost_ns"] = *t.agent_cost_ns;
+    j["agent_thread_ns"] = t.agent_thread_ns;
+  } else {
+    j["agent_cost_ns"] = nullptr;
+  }
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   for (const auto& s : t.steps) steps.push_back(step_json(s));
   j["steps"] = std::move(steps);

@@ -120,6 +120,7 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
   add_line(out, indent, field("END TIME", date_time(t.end_unix_ns)));
   add_line(out, indent, field("RESPONSE TIME", ms_precise(t.elapsed_ns) + " ms"));
   add_line(out, indent, field("CPU TIME", ms_precise(t.cpu_ns) + " ms"));
+  if (t.agent_cost_ns) add_line(out, indent, field("AGENT COST", agent_cost(*t.agent_cost_ns, t.elapsed_ns)));
   add_line(out, indent,
            field("SQL TIME", ms_precise(t.sql_ns) + " ms  (" + thousands(t.sql_count) + " statements)"));
   add_line(out, indent, field("FETCH TIME", ms_precise(t.fetch_ns) + " ms"));

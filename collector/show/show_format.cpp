@@ -30,6 +30,22 @@ std::string ms_precise(int64_t ns) {
   return (neg ? "-" : "") + thousands(static_cast<int64_t>(us / 1000)) + frac;
 }
 
+std::string agent_cost(int64_t cost_ns, int64_t elapsed_ns) {
+  char amount[32];
+  double v = double(cost_ns);
+  if (cost_ns < 1000) std::snprintf(amount, sizeof amount, "%lld ns", (long long)cost_ns);
+  else if (cost_ns < 100'000) std::snprintf(amount, sizeof amount, "%.1f µs", v / 1e3);
+  else if (cost_ns < 1'000'000) std::snprintf(amount, sizeof amount, "%.0f µs", v / 1e3);
+  else std::snprintf(amount, sizeof amount, "%.2f ms", v / 1e6);
+  char share[32] = "";
+  if (elapsed_ns > 0) {
+    double pct = 100.0 * v / double(elapsed_ns);
+    if (pct < 0.1) std::snprintf(share, sizeof share, " (<0.1%%)");
+    else std::snprintf(share, sizeof share, " (%.1f%%)", pct);
+  }
+  return std::string(amount) + share;
+}
+
 std::string ms_elapsed(int64_t ns) {
   if (ns >= 10000000 || ns <= -10000000) return ms_rounded(ns);
   char buf[32];

@@ -132,6 +132,10 @@ struct Transaction {
   Attributes attributes;
   std::vector<Step> steps;
   std::vector<Summary> summary;
+  // The agent's own cost in it (table agent_cost): an estimate of the CPU the agent spent, nullopt when
+  // the agent sent none (older agents and stores, not calibrated yet).
+  std::optional<int64_t> agent_cost_ns;
+  int64_t agent_thread_ns = 0;  // of which on the agent's own thread
 };
 
 }  // namespace txray

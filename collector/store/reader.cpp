@@ -186,6 +186,20 @@ int64_t Reader::transaction_count() {
   return s.i64(0);
 }
 
+std::optional<std::pair<int64_t, int64_t>> Reader::agent_cost(int64_t id) {
+  if (!has_cost_table_) {
+    Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='agent_cost'");
+    has.step();
+    has_cost_table_ = has.i64(0) != 0;
+  }
+  if (!*has_cost_table_) return std::nullopt;
+  Stmt& s = cached(cost_stmt_, "SELECT cost_ns, agent_thread_ns FROM agent_cost WHERE tx_id = ?1");
+  ResetOnExit done{s};
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return std::make_pair(s.i64(0), s.i64(1));
+}
+
 std::optional<Transaction> Reader::load(int64_t id) {
   Stmt& s = cached(tx_stmt_,
                    "SELECT id, txid, trace_id, parent_span_id, agent_id, app, name, kind, start_unix_ns, end_unix_ns,"
@@ -223,6 +237,10 @@ std::optional<Transaction> Reader::load(int64_t id) {
   t.step_count = s.i64(c++);
   t.attributes = parse_attributes_json(s.text(c++));
   if (auto a = agent(agent_id)) t.agent = std::move(*a);
+  if (auto cost = agent_cost(t.id)) {
+    t.agent_cost_ns = cost->first;
+    t.agent_thread_ns = cost->second;
+  }
 
   Stmt& st = cached(steps_stmt_,
           "SELECT s.no, s.parent, s.kind, s.start_offset_ns, s.gap_ns, s.cpu_ns, s.elapsed_ns, s.bytes_read,"

@@ -41,6 +41,10 @@ class Reader {
   std::vector<Agent> agents();
   int64_t transaction_count();  // containers not included
 
+  // The agent's own cost of transaction `id` (agent_cost_ns, agent_thread_ns); nullopt when none was
+  // stored or the store predates the table. load() fills it in.
+  std::optional<std::pair<int64_t, int64_t>> agent_cost(int64_t id);
+
  private:
   std::vector<int64_t> ids(const std::string& sql, const std::string& app, std::optional<int64_t> p1,
                            std::optional<std::string> ptext);
@@ -49,7 +53,8 @@ class Reader {
   Stmt& cached(std::unique_ptr<Stmt>& slot, const char* sql);
 
   const Db& db_;
-  std::unique_ptr<Stmt> tx_stmt_, steps_stmt_, summary_stmt_, agent_stmt_;
+  std::unique_ptr<Stmt> tx_stmt_, steps_stmt_, summary_stmt_, agent_stmt_, cost_stmt_;
+  std::optional<bool> has_cost_table_;
 };
 
 }  // namespace txray

@@ -166,4 +166,29 @@ CREATE TABLE IF NOT EXISTS shed_counts(
   PRIMARY KEY(app, name, kind, minute_unix_ns, origin, bucket)
 ) WITHOUT ROWID;
 
+-- The agent's own cost in each transaction (issue 14; Transaction.agent_cost_ns in the wire format): an
+-- estimate of the CPU the agent spent in it, on the host's threads (hooked calls x unit costs calibrated at
+-- the agent's start on that host) and on the agent's own thread (its share of the measured work of
+-- encoding and sending). A row only when the agent sent a figure (newer agents, once calibrated). Added
+-- within schema version 1, as drop_windows: readers of a store without it show no agent cost.
+CREATE TABLE IF NOT EXISTS agent_cost(
+  tx_id           INTEGER PRIMARY KEY,   -- transactions.id
+  cost_ns         INTEGER NOT NULL,      -- the whole estimate
+  agent_thread_ns INTEGER NOT NULL DEFAULT 0  -- of which on the agent's own thread
+);
+
+-- The unit costs an agent instance calibrated at its start (AgentCostUnits), picoseconds of CPU.
+CREATE TABLE IF NOT EXISTS agent_cost_units(
+  agent_id       INTEGER PRIMARY KEY REFERENCES agents(id),
+  tx_ps          INTEGER NOT NULL,  -- host side of one inbound HTTP request with its START and END rows
+  row_ps         INTEGER NOT NULL,  -- one more profile row
+  folded_ps      INTEGER NOT NULL,  -- one step folded past the step limit
+  io_ps          INTEGER NOT NULL,  -- the follow path of one read/write on a followed connection
+  syscall_ps     INTEGER NOT NULL,  -- one system call the agent makes itself in a hook
+  encode_tx_ps   INTEGER NOT NULL,  -- agent thread: encoding and freeing a START/END transaction
+  encode_row_ps  INTEGER NOT NULL,  -- agent thread: encoding one more row
+  cpu_clock_ps   INTEGER NOT NULL,  -- one CLOCK_THREAD_CPUTIME_ID read
+  calibration_ns INTEGER NOT NULL   -- CPU the calibration took
+);
+
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');

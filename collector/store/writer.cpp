@@ -100,6 +100,11 @@ Writer::Writer(Db& db)
       link_callee_(db,
                    "UPDATE steps SET callee_tx_id = ?1"
                    " WHERE kind = 'HTTP_CALL' AND ref_id = ?2 AND callee_tx_id IS NULL"),
+      cost_insert_(db, "INSERT OR REPLACE INTO agent_cost(tx_id, cost_ns, agent_thread_ns) VALUES(?1,?2,?3)"),
+      cost_units_insert_(db,
+                         "INSERT OR IGNORE INTO agent_cost_units(agent_id, tx_ps, row_ps, folded_ps, io_ps,"
+                         " syscall_ps, encode_tx_ps, encode_row_ps, cpu_clock_ps, calibration_ns)"
+                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"),
       find_callee_(db,
                    "SELECT id FROM transactions WHERE parent_span_id = ?1 AND parent_span_id != 0"
                    " ORDER BY id LIMIT 1") {
@@ -136,11 +141,26 @@ WriteCounts Writer::write(const v1::Batch& batch, int64_t now) {
   int64_t agent_id = upsert_agent(batch, now);
   for (const auto& w : batch.drop_windows()) upsert_drop_window(w, agent_id, now);
   account_received(batch, agent_id, now);
+  if (batch.agent().has_cost_units()) {
+    const auto& u = batch.agent().cost_units();
+    cost_units_insert_.bind(1, agent_id)
+        .bind(2, u.tx_ps())
+        .bind(3, u.row_ps())
+        .bind(4, u.folded_ps())
+        .bind(5, u.io_ps())
+        .bind(6, u.syscall_ps())
+        .bind(7, u.encode_tx_ps())
+        .bind(8, u.encode_row_ps())
+        .bind(9, u.cpu_clock_ps())
+        .bind(10, u.calibration_ns())
+        .run();
+  }
   const std::string& app = batch.agent().app().empty() ? batch.agent().program() : batch.agent().app();
   if (batch.sampled_out_size() > 0) counts.shed += add_shed_counts(batch, app);
   for (const auto& tx : batch.transactions()) {
     int64_t row = insert_transaction(tx, agent_id, app);
     ++counts.transactions;
+    if (tx.agent_cost_ns() != 0) cost_insert_.bind(1, row).bind(2, tx.agent_cost_ns()).bind(3, tx.agent_thread_ns()).run();
     for (int i = 0; i < tx.steps_size(); ++i) insert_step(row, i, tx.steps(i), counts);
     for (const auto& s : tx.summary()) {
       insert_summary(row, s);

@@ -63,6 +63,8 @@ class Writer {
   Stmt text_insert_, text_select_;
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
+  Stmt cost_insert_;      // agent_cost: the agent's own cost of a transaction
+  Stmt cost_units_insert_;  // agent_cost_units: once per agent instance
   // False while no stored transaction has a caller: then no HTTP_CALL can have a callee yet, and the
   // per-call lookup is skipped (the common case of a service that is nobody's callee).
   bool any_callee_ = false;

@@ -1,5 +1,6 @@
 #include "repository.h"
 
+#include "repository_mariadb.h"
 #include "repository_pg.h"
 
 #include <sqlite3.h>
@@ -97,6 +98,15 @@ Response Repository::execute(const Request& req) const {
     return r;
   }
   try {
+    if (!mariadb_.empty()) {
+      if (!pooled_) {
+        MariaDbConnection fresh(mariadb_);
+        return fresh.run(req);
+      }
+      thread_local std::unique_ptr<MariaDbConnection> my_conn;
+      if (!my_conn) my_conn = std::make_unique<MariaDbConnection>(mariadb_);
+      return my_conn->run(req);
+    }
     if (!pg_.empty()) {
       if (!pooled_) {
         PgConnection fresh(pg_);

@@ -104,6 +104,51 @@ const char* fake_getenv(const char* k) {
   return it == g_env.end() ? nullptr : it->second.c_str();
 }
 
+// MySQL parameters (MYSQL_BIND as mysql_stmt_execute sends it), by their protocol type numbers.
+TEST(MysqlParams, KindsInMaskMode) {
+  auto kind = [](int type, bool null = false) {
+    return std::string(bind_type_name(mysql_bind_type({.type = type, .is_null = null})));
+  };
+  EXPECT_EQ(kind(1), "int");       // TINY
+  EXPECT_EQ(kind(3), "int");       // LONG
+  EXPECT_EQ(kind(8), "int");       // LONGLONG
+  EXPECT_EQ(kind(5), "real");      // DOUBLE
+  EXPECT_EQ(kind(246), "decimal"); // NEWDECIMAL
+  EXPECT_EQ(kind(254), "text");    // STRING
+  EXPECT_EQ(kind(253), "text");    // VAR_STRING
+  EXPECT_EQ(kind(252), "blob");    // BLOB
+  EXPECT_EQ(kind(12), "datetime"); // DATETIME
+  EXPECT_EQ(kind(6), "null");      // NULL
+  EXPECT_EQ(kind(3, true), "null");  // an int whose is_null flag is set
+  EXPECT_EQ(kind(99), "value");    // unknown
+}
+
+TEST(MysqlParams, ValuesInRawMode) {
+  int32_t i = -42;
+  uint32_t u = 4000000000u;
+  int64_t ll = -9000000000LL;
+  int8_t tiny = -3;
+  double d = 1.5;
+  const char text[] = "it's a secret";
+  EXPECT_EQ(mysql_param_raw({.type = 3, .buffer = &i}, 64), "-42");
+  EXPECT_EQ(mysql_param_raw({.type = 3, .is_unsigned = true, .buffer = &u}, 64), "4000000000");
+  EXPECT_EQ(mysql_param_raw({.type = 8, .buffer = &ll}, 64), "-9000000000");
+  EXPECT_EQ(mysql_param_raw({.type = 1, .buffer = &tiny}, 64), "-3");
+  EXPECT_EQ(mysql_param_raw({.type = 5, .buffer = &d}, 64), "1.5");
+  EXPECT_EQ(mysql_param_raw({.type = 254, .buffer = text, .length = 4}, 64), "'it''s'");
+  EXPECT_EQ(mysql_param_raw({.type = 254, .buffer = text, .length = sizeof text - 1}, 8), "'it''s ...'");
+  EXPECT_EQ(mysql_param_raw({.type = 252, .buffer = text, .length = 13}, 64), "blob(13)");
+  EXPECT_EQ(mysql_param_raw({.type = 3, .is_null = true, .buffer = &i}, 64), "NULL");
+  EXPECT_EQ(mysql_param_raw({.type = 3, .buffer = nullptr}, 64), "NULL");
+  struct {
+    unsigned int year, month, day, hour, minute, second;
+    unsigned long second_part;
+    bool neg;
+    int time_type;
+  } t{2024, 1, 2, 3, 4, 5, 0, false, 1};
+  EXPECT_EQ(mysql_param_raw({.type = 12, .buffer = &t}, 64), "datetime(2024-01-02 03:04:05)");
+}
+
 TEST(Settings, DefaultsAndValues) {
   g_env = {};
   Settings d = parse_settings(fake_getenv);

@@ -208,5 +208,102 @@ TEST(Normalize, RandomInputIsHandledAndIdempotent) {
   }
 }
 
+// MySQL/MariaDB (Dialect::mysql): '\' escapes in strings, ".." strings, '#' comments, `..` identifiers.
+const Case kMysqlCases[] = {
+    {"backslash_quote", "SELECT * FROM u WHERE name = 'O\\'Brien' AND pw = 'hunter2'",
+     "SELECT * FROM u WHERE name = ? AND pw = ?"},
+    {"backslash_backslash", "SELECT 'C:\\\\', 'next secret'", "SELECT ?, ?"},
+    {"doubled_quote", "SELECT 'it''s'", "SELECT ?"},
+    {"double_quoted_string", "SELECT * FROM u WHERE name = \"bob \\\" smith\"", "SELECT * FROM u WHERE name = ?"},
+    {"hash_comment", "SELECT a FROM t # user=bob 42\nWHERE b = 1", "SELECT a FROM t WHERE b = ?"},
+    {"dash_comment", "SELECT a -- secret 7\nFROM t", "SELECT a FROM t"},
+    {"version_comment", "SELECT /*!40001 SQL_NO_CACHE */ a FROM t", "SELECT a FROM t"},
+    {"backticks_kept", "SELECT `order`, `a``b` FROM `db`.`t` WHERE `x` = 5", "SELECT `order`, `a``b` FROM `db`.`t` WHERE `x` = ?"},
+    {"hex_bits", "SELECT X'4D', 0x4D, b'101', 0b11", "SELECT ?, ?, ?, ?"},
+    {"charset_introducer", "SELECT _utf8mb4'secret' COLLATE utf8mb4_bin", "SELECT _utf8mb4? COLLATE utf8mb4_bin"},
+    {"national", "SELECT N'secret\\'s'", "SELECT ?"},
+    {"user_variable", "SET @total = 10; SELECT @total, @@session.sql_mode", "SET @total = ?; SELECT @total, @@session.sql_mode"},
+    {"in_list", "DELETE FROM t WHERE id IN (1, '2', \"3\")", "DELETE FROM t WHERE id IN (?+)"},
+    {"values_rows", "INSERT INTO t VALUES (1, 'a\\'b'), (2, \"c\")", "INSERT INTO t VALUES (?, ?), ..."},
+    {"unterminated_backslash", "SELECT 'secret\\", "SELECT ?"},
+};
+
+class MysqlMaskTable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MysqlMaskTable, MasksLiteralsKeepsShape) {
+  const Case& c = GetParam();
+  Normalized n = normalize(c.in, TextMode::mask, kDefaultMaxText, Dialect::mysql);
+  EXPECT_EQ(n.text, c.masked) << c.in;
+  Normalized again = normalize(n.text, TextMode::mask, kDefaultMaxText, Dialect::mysql);
+  EXPECT_EQ(again.text, n.text);
+  EXPECT_EQ(again.fingerprint, n.fingerprint);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mysql, MysqlMaskTable, ::testing::ValuesIn(kMysqlCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+TEST(MysqlDialect, StandardDialectWouldLeakWhatMysqlMasks) {
+  // The reason for the dialect: read as standard SQL, the backslash ends the string early and the rest
+  // of the value becomes words.
+  const char* q = "SELECT 1 FROM u WHERE name = 'O\\'secret' # trailing secret";
+  EXPECT_NE(normalize(q).text.find("secret"), std::string::npos);
+  EXPECT_EQ(normalize(q, TextMode::mask, kDefaultMaxText, Dialect::mysql).text, "SELECT ? FROM u WHERE name = ?");
+}
+
+TEST(MysqlDialect, NoBackslashEscapesMode) {
+  // sql_mode NO_BACKSLASH_ESCAPES: '\' is an ordinary character, so 'C:\' ends at its quote.
+  EXPECT_EQ(normalize("SELECT 'C:\\', 'secret'", TextMode::mask, kDefaultMaxText, Dialect::mysql_no_backslash).text,
+            "SELECT ?, ?");
+}
+
+TEST(MysqlDialect, SameStatementSameFingerprintWhateverTheValues) {
+  auto fp = [](const char* q) { return normalize(q, TextMode::mask, kDefaultMaxText, Dialect::mysql).fingerprint; };
+  EXPECT_EQ(fp("SELECT * FROM t WHERE a = 'x\\'y' # c1"), fp("select *   from t where a = \"z\""));
+  EXPECT_NE(fp("SELECT * FROM t WHERE a = 1"), fp("SELECT * FROM t WHERE b = 1"));
+}
+
+TEST(ErrorMessage, QuotedPartsAreMaskedUnlessRaw) {
+  EXPECT_EQ(mask_error_message("Duplicate entry 'bob@x.org' for key 'email'", TextMode::mask), "Duplicate entry ?");
+  EXPECT_EQ(mask_error_message("You have an error in your SQL syntax; check the manual that corresponds to your "
+                               "MariaDB server version for the right syntax to use near 'WHERE pw = 'hunter2'' at "
+                               "line 1", TextMode::mask),
+            "You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version "
+            "for the right syntax to use near ? at line 1");
+  EXPECT_EQ(mask_error_message("Table 'db.t' doesn't exist", TextMode::off), "Table ? doesn't exist");
+  EXPECT_EQ(mask_error_message("Lone quote 'secret", TextMode::mask), "Lone quote ?");
+  EXPECT_EQ(mask_error_message("No quotes here", TextMode::mask), "No quotes here");
+  EXPECT_EQ(mask_error_message("Can't find file: 'secret.frm'", TextMode::mask), "Can't find file: ?");
+  EXPECT_EQ(mask_error_message("Incorrect integer value: 'O'Brien' for column `t`.`a` at row 1", TextMode::mask),
+            "Incorrect integer value: ? for column `t`.`a` at row 1");
+  EXPECT_EQ(mask_error_message("Duplicate entry '1' for key 'PRIMARY'", TextMode::raw),
+            "Duplicate entry '1' for key 'PRIMARY'");
+}
+
+TEST(MysqlDialect, RandomInputIsHandledAndIdempotent) {
+  static const char* const kPieces[] = {"'", "\"", "`", "#", "\\", "\\'", "''", "-", "--", "/*", "*/", "/*!", "0",
+                                        "0x1", "b'", "x'", "N'", "_utf8", "?", "@", "@@", " ", "\n", "in", "IN",
+                                        "values", "(", ")", ",", "select", "é", "="};
+  uint64_t seed = 0x2545F4914F6CDD1Dull;
+  auto next = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  for (Dialect d : {Dialect::mysql, Dialect::mysql_no_backslash}) {
+    for (int i = 0; i < 20000; ++i) {
+      std::string sql;
+      int n = int(next() % 24);
+      for (int k = 0; k < n; ++k) sql += kPieces[next() % (sizeof kPieces / sizeof *kPieces)];
+      Normalized a = normalize(sql, TextMode::mask, 256, d);
+      ASSERT_LE(a.text.size(), 256u) << sql;
+      for (const Token& t : tokenize(a.text, d)) ASSERT_NE(t.kind, TokenKind::literal) << sql << " -> " << a.text;
+      Normalized b = normalize(a.text, TextMode::mask, 256, d);
+      ASSERT_EQ(b.text, a.text) << "input: " << sql;
+      ASSERT_EQ(b.fingerprint, a.fingerprint) << "input: " << sql;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace txray::sql

@@ -167,4 +167,61 @@ TEST(RenderUnattributed, EveryFormatSaysHowManyAndWhatTheyAre) {
   EXPECT_NE(csv.find("unattributed_by_kind,HTTP_CALL:10 SOCKET:2\n"), std::string::npos) << csv;
 }
 
+// The agent's own cost per application, in every format; transactions without a figure count for nobody.
+TEST(RenderAgentCost, EveryFormatGivesThePerApplicationMeanAndShare) {
+  StoreBuilder s;
+  s.agent("shop");
+  StoreBuilder::Tx t;
+  t.app = "shop";
+  t.elapsed_ms = 2;
+  const int64_t a = s.tx(t);
+  t.start_ms = 10;
+  t.elapsed_ms = 1;
+  const int64_t b = s.tx(t);
+  t.start_ms = 20;
+  s.tx(t);  // no figure
+  s.exec("INSERT INTO agent_cost(tx_id, cost_ns, agent_thread_ns) VALUES (" + std::to_string(a) + ", 2100, 300), (" +
+         std::to_string(b) + ", 3900, 300)");
+  const std::string db = s.done();
+  auto render = [&](const std::string& format, const std::string& table = "") {
+    Options o;
+    o.db = db;
+    o.format = format;
+    o.table = table;
+    std::ostringstream out;
+    EXPECT_EQ(write_report(o, out), "");
+    return out.str();
+  };
+  auto j = nlohmann::json::parse(render("json"));
+  ASSERT_EQ(j["summary"]["agent_cost"].size(), 1u) << j["summary"].dump();
+  EXPECT_EQ(j["summary"]["agent_cost"][0]["app"], "shop");
+  EXPECT_EQ(j["summary"]["agent_cost"][0]["transactions"], 2);
+  EXPECT_DOUBLE_EQ(j["summary"]["agent_cost"][0]["mean_ns"].get<double>(), 3000.0);
+  EXPECT_DOUBLE_EQ(j["summary"]["agent_cost"][0]["share"].get<double>(), 6000.0 / 3e6);
+  const std::string md = render("md");
+  EXPECT_NE(md.find("| shop | 2 | 3.0 µs | 0.2% |"), std::string::npos) << md;
+  const std::string html = render("html");
+  EXPECT_NE(html.find("shop 3.0 µs (0.2%) over 2 transactions"), std::string::npos) << html;
+  const std::string csv = render("csv", "summary");
+  EXPECT_NE(csv.find("agent_cost_ns_per_tx,shop:3000\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("agent_cost_share,shop:0.002000\n"), std::string::npos) << csv;
+}
+
+// A store from before the table: no figure, no error.
+TEST(RenderAgentCost, AStoreWithoutTheTableHasNone) {
+  StoreBuilder s;
+  s.agent("shop");
+  StoreBuilder::Tx t;
+  s.tx(t);
+  s.exec("DROP TABLE agent_cost");
+  const std::string db = s.done();
+  Options o;
+  o.db = db;
+  o.format = "json";
+  std::ostringstream out;
+  EXPECT_EQ(write_report(o, out), "");
+  auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["summary"]["agent_cost"].size(), 0u);
+}
+
 }  // namespace

@@ -178,6 +178,32 @@ class TestViewerStore : public QObject {
     QVERIFY(!s.load_profile(99));
   }
 
+  void profileHeaderShowsTheAgentCostAndItsApplicationsMean() {
+    StoreFixture f;
+    f.insert({TxSpec{1, "shop", "GET /a", kT0, 2 * kMs}, TxSpec{2, "shop", "GET /b", kT0 + kMs, 1 * kMs},
+              TxSpec{3, "api", "GET /c", kT0 + 2 * kMs, 1 * kMs}, TxSpec{4, "shop", "GET /d", kT0 + 3 * kMs, kMs}});
+    // 2.1 us of 2 ms, 3.9 us of 1 ms; #3 (another application) and #4 (no figure) count for nobody.
+    f.exec("INSERT INTO agent_cost(tx_id, cost_ns, agent_thread_ns) VALUES (1, 2100, 400), (2, 3900, 500), (3, 99000, 0)");
+    Store s(f.path());
+    auto p = s.load_profile(1);
+    QVERIFY(p);
+    QCOMPARE(p->agent_cost_ns.value_or(-1), 2100);
+    QVERIFY(p->app_agent_cost);
+    QCOMPARE(p->app_agent_cost->transactions, 2);
+    const std::string h = profile_header(*p);
+    QVERIFY2(h.find("AGENT COST    2.1 µs (0.1%)   shop mean 3.0 µs (0.2%) over 2\n") != std::string::npos, h.c_str());
+    auto none = s.load_profile(4);
+    QVERIFY(none);
+    QVERIFY(!none->agent_cost_ns);
+    QVERIFY(profile_header(*none).find("AGENT COST") == std::string::npos);
+    // A store from before the table: no figure, no error.
+    f.exec("DROP TABLE agent_cost");
+    Store old(f.path());
+    auto q = old.load_profile(1);
+    QVERIFY(q);
+    QVERIFY(!q->agent_cost_ns);
+  }
+
   void readsWhileAWriterHoldsTheStoreInWal() {
     StoreFixture f;
     f.insert({1, "shop", "GET /a", kT0, kMs});

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "format.h"  // collector/report: fmt_agent_cost, shared with the report
+
 namespace txray::viewer {
 
 std::string with_commas(int64_t n) {
@@ -120,6 +122,15 @@ std::string profile_header(const Profile& p) {
   line("START", date_clock_ms(p.start_ns));
   line("END", date_clock_ms(p.tx.end_ns));
   line("RESPONSE", format_ms(p.tx.elapsed_ns) + " ms   CPU " + format_ms(p.tx.cpu_ns) + " ms");
+  if (p.agent_cost_ns) {
+    // The agent's own cost (an estimate), and its application's mean over its latest transactions.
+    std::string v = report::fmt_agent_cost(double(*p.agent_cost_ns),
+                                           p.tx.elapsed_ns > 0 ? double(*p.agent_cost_ns) / double(p.tx.elapsed_ns) : 0);
+    if (p.app_agent_cost)
+      v += "   " + p.tx.app + " mean " + report::fmt_agent_cost(p.app_agent_cost->mean_cost_ns, p.app_agent_cost->share) +
+           " over " + with_commas(p.app_agent_cost->transactions);
+    line("AGENT COST", v);
+  }
   line("SQL", format_ms(p.tx.sql_ns) + " ms (" + std::to_string(p.sql_count) + ")   FETCH " + format_ms(p.tx.fetch_ns) +
                   " ms   CALL " + format_ms(p.tx.call_ns) + " ms (" + std::to_string(p.call_count) + ")");
   line("STATUS", std::to_string(p.tx.status) + (p.tx.error.empty() ? "" : "   ERROR: " + p.tx.error));

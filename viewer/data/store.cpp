@@ -175,6 +175,34 @@ std::vector<TxSummary> Store::query_box(const Box& box, int64_t min_id, int64_t 
   return rows;
 }
 
+// The agent's own cost of the transaction and, over the latest kAppCostWindow transactions of its
+// application that have one, the mean (walked backwards by agent_cost's key: bounded on any store).
+constexpr int kAppCostWindow = 10000;
+void Store::load_agent_cost(Profile& p) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT cost_ns FROM agent_cost WHERE tx_id = ?", -1, &raw, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(raw);
+    return;  // a store from before the table
+  }
+  Stmt one{raw};
+  sqlite3_bind_int64(one, 1, p.tx.id);
+  if (sqlite3_step(one) != SQLITE_ROW) return;
+  p.agent_cost_ns = sqlite3_column_int64(one, 0);
+  Stmt app{prepare("SELECT count(*), avg(cost_ns), sum(cost_ns), sum(elapsed_ns) FROM ("
+                   "SELECT c.cost_ns, t.elapsed_ns FROM agent_cost c JOIN transactions t ON t.id = c.tx_id "
+                   "WHERE t.app = ? AND t.kind IS NOT 'unattributed' ORDER BY c.tx_id DESC LIMIT ?)")};
+  sqlite3_bind_text(app, 1, p.tx.app.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(app, 2, kAppCostWindow);
+  if (sqlite3_step(app) == SQLITE_ROW && sqlite3_column_int64(app, 0) > 0) {
+    Profile::AppAgentCost a;
+    a.transactions = sqlite3_column_int64(app, 0);
+    a.mean_cost_ns = sqlite3_column_double(app, 1);
+    double elapsed = sqlite3_column_double(app, 3);
+    a.share = elapsed > 0 ? sqlite3_column_double(app, 2) / elapsed : 0;
+    p.app_agent_cost = a;
+  }
+}
+
 std::optional<Profile> Store::load_profile(int64_t id) {
   Stmt tx{prepare(
       "SELECT t.id, t.end_unix_ns, t.app, t.name, t.elapsed_ns, t.cpu_ns, t.sql_ns, t.fetch_ns, t.call_ns, "
@@ -248,6 +276,8 @@ std::optional<Profile> Store::load_profile(int64_t id) {
   while (sqlite3_step(sums) == SQLITE_ROW)
     p.summaries.push_back({text_of(sums, 0), text_of(sums, 1), sqlite3_column_int64(sums, 2),
                            sqlite3_column_int64(sums, 3), sqlite3_column_int64(sums, 4)});
+
+  load_agent_cost(p);
 
   // The caller: same trace, with an HTTP_CALL whose span id is our parent span (trace_id is indexed).
   if (p.parent_span_id != 0 && !p.trace_id.empty()) {

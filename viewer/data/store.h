@@ -54,6 +54,7 @@ class Store {
   using Dict = std::unordered_map<std::string, int, Hash, std::equal_to<>>;
   int intern(Dict& dict, std::vector<std::string>& list, const unsigned char* text, int len, int max);
   sqlite3_stmt* prepare(const char* sql);
+  void load_agent_cost(Profile& p);
   // Adds the unattributed steps of container `id` (START and END rows left out, folded steps included).
   void count_unattributed(int64_t id, KindCounts& out);
 

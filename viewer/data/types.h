@@ -84,6 +84,15 @@ struct Profile {
   std::optional<int64_t> caller_tx_id;  // the transaction whose HTTP_CALL this one served, if linked
   std::vector<Step> steps;
   std::vector<StepSummaryRow> summaries;
+  // The agent's own cost (table agent_cost; nullopt for stores and agents without it), and the mean of
+  // its application's latest transactions that have one.
+  std::optional<int64_t> agent_cost_ns;
+  struct AppAgentCost {
+    int64_t transactions = 0;
+    double mean_cost_ns = 0;
+    double share = 0;  // sum of costs / sum of response times
+  };
+  std::optional<AppAgentCost> app_agent_cost;
 };
 
 using PointBatchPtr = std::shared_ptr<const PointBatch>;

@@ -39,7 +39,7 @@ std::vector<std::string_view> items(std::string_view s) {
 }
 
 bool is_type_name(std::string_view s) {
-  for (int t = 0; t <= int(BindType::pointer); ++t)
+  for (int t = 0; t <= int(BindType::datetime); ++t)
     if (s == bind_type_name(BindType(t))) return true;
   return s == "binary" || s == "...";
 }
@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int ops = in.ConsumeIntegralInRange(0, 40);
   for (int k = 0; k < ops && in.remaining_bytes(); ++k) {
     int index = in.ConsumeBool() ? in.ConsumeIntegralInRange(-2, 70) : in.ConsumeIntegral<int>();
-    BindType type = BindType(in.ConsumeIntegralInRange(0, int(BindType::pointer)));
+    BindType type = BindType(in.ConsumeIntegralInRange(0, int(BindType::datetime)));
     std::string raw = quote_value(in.ConsumeRandomLengthString(64), max_bind);
     mask_list.set(index, type, raw, TextMode::mask);
     raw_list.set(index, type, raw, TextMode::raw);
