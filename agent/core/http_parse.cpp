@@ -51,19 +51,23 @@ int hexval(char c) {
   return -1;
 }
 
-// Calls fn(name, value) for each header line after the first line of a head.
+// Calls fn(name, value) for each header line after the first line of a head. The name is trimmed; the
+// value is not (callers trim the values of the few headers they keep: most lines are skipped on their
+// name's length alone).
 template <typename Fn>
 void each_header(std::string_view head, Fn fn) {
-  size_t eol = head.find('\n');
-  while (eol != std::string_view::npos) {
-    head.remove_prefix(eol + 1);
-    eol = head.find('\n');
-    std::string_view line = head.substr(0, eol);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    fn(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
+  const char* p = head.data();
+  const char* end = p + head.size();
+  const char* nl = static_cast<const char*>(std::memchr(p, '\n', head.size()));
+  while (nl) {
+    p = nl + 1;
+    nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+    const char* line_end = nl ? nl : end;
+    if (line_end > p && line_end[-1] == '\r') --line_end;
+    if (line_end == p) break;
+    const char* colon = static_cast<const char*>(std::memchr(p, ':', size_t(line_end - p)));
+    if (!colon) continue;
+    fn(trim(std::string_view(p, size_t(colon - p))), std::string_view(colon + 1, size_t(line_end - colon - 1)));
   }
 }
 
@@ -76,11 +80,17 @@ std::string_view first_line(std::string_view head) {
 }  // namespace
 
 size_t find_head_end(std::string_view buf, size_t from) {
+  // memchr from one line end to the next: the bytes between are never looked at one by one.
+  const char* b = buf.data();
+  size_t n = buf.size();
   size_t i = from >= 3 ? from - 3 : 0;
-  for (; i < buf.size(); ++i) {
-    if (buf[i] != '\n') continue;
-    if (i + 1 < buf.size() && buf[i + 1] == '\n') return i + 2;
-    if (i + 2 < buf.size() && buf[i + 1] == '\r' && buf[i + 2] == '\n') return i + 3;
+  while (i < n) {
+    const void* nl = std::memchr(b + i, '\n', n - i);
+    if (!nl) return 0;
+    i = size_t(static_cast<const char*>(nl) - b);
+    if (i + 1 < n && b[i + 1] == '\n') return i + 2;
+    if (i + 2 < n && b[i + 1] == '\r' && b[i + 2] == '\n') return i + 3;
+    ++i;
   }
   return 0;
 }
@@ -117,15 +127,28 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   if (q != std::string_view::npos) out->query.assign(target.substr(q + 1));
   out->keep_alive = version == "HTTP/1.1";
   bool ok = true;
+  // Only the headers txray keeps or needs for framing; the others are skipped on their name's length.
   each_header(head, [&](std::string_view name, std::string_view value) {
-    if (iequals(name, "host")) out->host.assign(value);
-    else if (iequals(name, "user-agent")) out->user_agent.assign(value.substr(0, 512));
-    else if (iequals(name, "traceparent")) out->traceparent.assign(value.substr(0, 128));
-    else if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
-    else if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
-    else if (iequals(name, "connection")) {
-      if (contains_token(value, "close")) out->keep_alive = false;
-      else if (contains_token(value, "keep-alive")) out->keep_alive = true;
+    switch (name.size()) {
+      case 4:
+        if (iequals(name, "host")) out->host.assign(trim(value));
+        break;
+      case 10:
+        if (iequals(name, "user-agent")) out->user_agent.assign(trim(value).substr(0, 512));
+        else if (iequals(name, "connection")) {
+          if (contains_token(value, "close")) out->keep_alive = false;
+          else if (contains_token(value, "keep-alive")) out->keep_alive = true;
+        }
+        break;
+      case 11:
+        if (iequals(name, "traceparent")) out->traceparent.assign(trim(value).substr(0, 128));
+        break;
+      case 14:
+        if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
+        break;
+      case 17:
+        if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
+        break;
     }
   });
   return ok;
@@ -144,9 +167,9 @@ bool parse_response_head(std::string_view head, ResponseHead* out) {
   out->close = line.substr(0, 8) == "HTTP/1.0";
   bool ok = true;
   each_header(head, [&](std::string_view name, std::string_view value) {
-    if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
-    else if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
-    else if (iequals(name, "connection")) {
+    if (name.size() == 14 && iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
+    else if (name.size() == 17 && iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
+    else if (name.size() == 10 && iequals(name, "connection")) {
       if (contains_token(value, "close")) out->close = true;
       else if (contains_token(value, "keep-alive")) out->close = false;
     }
@@ -294,9 +317,16 @@ size_t ResponseTracker::feed(const char* p, size_t n) {
     size_t before = buf_.size();
     size_t take = n - used;
     if (before + take > kMaxHead) take = kMaxHead - before;
-    buf_.append(p + used, take);
-    size_t end = find_head_end(buf_, scanned_);
-    scanned_ = buf_.size();
+    std::string_view head;
+    size_t end = 0;
+    if (before == 0 && (end = find_head_end(std::string_view(p + used, take), 0)) != 0) {
+      head = std::string_view(p + used, end);  // the whole head in this write (the usual case): no copy
+    } else {
+      buf_.append(p + used, take);
+      end = find_head_end(buf_, scanned_);
+      scanned_ = buf_.size();
+      head = std::string_view(buf_).substr(0, end);
+    }
     if (end == 0) {
       used += take;
       if (buf_.size() >= kMaxHead) {  // not understood: it ends when the connection closes
@@ -309,7 +339,7 @@ size_t ResponseTracker::feed(const char* p, size_t n) {
     }
     used += end - before;
     ResponseHead h;
-    if (!parse_response_head(std::string_view(buf_).substr(0, end), &h)) {
+    if (!parse_response_head(head, &h)) {
       gave_up_ = true;
       head_done_ = true;
       body_.reset(BodyFramer::Mode::until_close);
