@@ -120,7 +120,7 @@ class Sender {
           ((sig != last_sig || windows_.want_send()) && now - last_sent > kHeartbeatNs)) {
         if (exiting) exit_windows_sent = true;
         send(batch, exiting);
-        for (Transaction* t : batch) delete t;
+        for (Transaction* t : batch) tx::recycle(t);  // back to begin()'s pool
         batch.clear();
         last_sent = now;
         last_sig = drops_signature(counters());
@@ -304,7 +304,7 @@ void enqueue(Transaction* t) {
   State* st = state();
   if (!st || st->exit_requested.load(std::memory_order_relaxed) || !st->queue.push(t)) {
     counters().drop(DropReason::queue_full, 1, clock::unix_ns());
-    delete t;
+    tx::recycle(t);
     return;
   }
   if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0) && thread_wanted()) start_thread(st);
