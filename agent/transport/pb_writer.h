@@ -96,8 +96,8 @@ class Writer {
     if (__builtin_expect(out_.size() - pos_ < n, 0)) grow(n);
   }
   void grow(size_t n) {
-    size_t want = out_.size() * 2;
-    if (want < pos_ + n + 4096) want = pos_ + n + 4096;
+    size_t want = out_.size() + out_.size() / 2;  // what resize() clears is written over right after
+    if (want < pos_ + n + 512) want = pos_ + n + 512;
     out_.resize(want);
   }
 
