@@ -76,6 +76,12 @@ bool inside_curl() {
 // transaction's memory may be gone (the recorder itself then checks the txid).
 bool live(const StepRef& s) { return rec::usable(s); }
 
+// A connection found not to be HTTP, with nothing of an inserted header pending, is let go: the hooks
+// stop calling in here for it (has_client()) until the slot's next connect. Called holding its Busy.
+void let_go_if_not_http(FdSlot* s, HttpClientConn* c) {
+  if (c->tracker.opaque() && !c->inj.has_pending()) s->http_live.store(false, std::memory_order_relaxed);
+}
+
 // The slot's connection when it may still carry HTTP requests, else nullptr.
 HttpClientConn* http_conn(FdSlot* s) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
@@ -213,6 +219,7 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   c->inj.clear();
   drop_preopened(c);
   c->sink.owner = ReqRef{};
+  s->http_live.store(true, std::memory_order_relaxed);
   // IPv6 literals need brackets in a URL.
   bool v6 = addr.find(':') != std::string_view::npos;
   snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
@@ -227,7 +234,10 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   // A runtime shim named the request this socket's next request belongs to (hint_board.h): the first
   // write after that is that request's head.
   if (ReqRef owner; hint::board::take(fd, &owner)) c->sink.owner = owner;
-  if (c->tracker.opaque() && !c->inj.has_pending()) return false;
+  if (c->tracker.opaque() && !c->inj.has_pending()) {
+    let_go_if_not_http(s, c);
+    return false;
+  }
   size_t n0;
   const char* p0 = first_bytes(iov, cnt, &n0);
   int saved = errno;
@@ -310,6 +320,7 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   if (!b) return;
   int saved = errno;
   feed_sent(c, iov, cnt, n, 0);
+  let_go_if_not_http(s, c);
   errno = saved;
 }
 
@@ -319,6 +330,7 @@ void on_sent_opaque(FdSlot* s, uint64_t n) {
   if (!b) return;
   int saved = errno;
   c->tracker.on_sent_opaque(n, c->sink);
+  let_go_if_not_http(s, c);
   errno = saved;
 }
 
@@ -328,6 +340,7 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   if (!b) return;
   int saved = errno;
   c->tracker.on_received(p, n, c->sink);
+  let_go_if_not_http(s, c);
   errno = saved;
 }
 
