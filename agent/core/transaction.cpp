@@ -114,9 +114,15 @@ OwnerSlot* own_slot() {
   pthread_setspecific(g_exit_key, t_slot);  // non-null: the destructor runs at the thread's exit
   return t_slot;
 }
-// Finished transactions made new again, for begin() (recycle()). Bounded: at most this many wait.
+// Finished transactions made new again, for begin() (recycle()). Bounded: at most this many wait. Made
+// on first use (the agent's constructor may begin a transaction before this file's statics are made)
+// and never destroyed: threads of the program, and the exit flush, may still end and send transactions
+// while static destructors run.
 constexpr size_t kPoolCapacity = 1024;
-MpscQueue<Transaction> g_pool(kPoolCapacity);
+MpscQueue<Transaction>& pool() {
+  static MpscQueue<Transaction>* const p = new MpscQueue<Transaction>(kPoolCapacity);
+  return *p;
+}
 // What recycling keeps: buffers this small are worth keeping; a transaction that grew past them gives
 // its memory back (a pool of 1,000-row step lists would hold on to megabytes).
 constexpr size_t kKeepSteps = 16;
@@ -124,7 +130,7 @@ constexpr size_t kKeepAttrs = 8;
 constexpr size_t kKeepText = 256;
 
 Transaction* fresh_transaction() {
-  if (Transaction* t = g_pool.pop()) return t;
+  if (Transaction* t = pool().pop()) return t;
   return new Transaction;
 }
 
@@ -150,7 +156,7 @@ void recycle(Transaction* t) {
   t->attrs.swap(attrs);
   t->name.swap(name);
   t->client_addr.swap(client);
-  if (!g_pool.push(t)) delete t;
+  if (!pool().push(t)) delete t;
 }
 
 uint32_t this_tid() {
