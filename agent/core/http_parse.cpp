@@ -51,6 +51,11 @@ int hexval(char c) {
   return -1;
 }
 
+// memchr that takes an empty range (and then a null pointer: an empty string_view's data()).
+inline const char* find_byte(const char* p, size_t n, char c) {
+  return n ? static_cast<const char*>(std::memchr(p, c, n)) : nullptr;
+}
+
 // A set of header names' first letters (case-insensitive), so that lines of other headers are skipped
 // on their first byte without looking for their colon.
 constexpr uint32_t letters(const char* names) {
@@ -70,7 +75,7 @@ template <typename Fn>
 size_t each_header(std::string_view head, uint32_t first_letters, Fn fn) {
   const char* p = head.data();
   const char* end = p + head.size();
-  const char* nl = static_cast<const char*>(std::memchr(p, '\n', head.size()));
+  const char* nl = find_byte(p, head.size(), '\n');
   while (nl) {
     p = nl + 1;
     nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
@@ -173,7 +178,7 @@ namespace {
 // headers parsed so far are in *out), *ok false when it is not a valid HTTP/1.x response head.
 size_t scan_response_head(std::string_view data, ResponseHead* out, bool* ok) {
   *ok = false;
-  const char* nl = static_cast<const char*>(std::memchr(data.data(), '\n', data.size()));
+  const char* nl = find_byte(data.data(), data.size(), '\n');
   std::string_view line = data.substr(0, nl ? size_t(nl - data.data()) : data.size());
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.size() < 12 || line.substr(0, 7) != "HTTP/1.") return nl ? 1 : 0;
@@ -347,14 +352,11 @@ size_t ResponseTracker::feed(const char* p, size_t n) {
     ResponseHead h;
     bool ok = false;
     if (before == 0) {
-      // The whole head in this write (the usual case): found and parsed in one pass, no copy.
+      // The whole head in this write (the usual case): found and parsed in one pass, no copy. Anything
+      // else (incomplete, or not understood) takes the path below, so the outcome never depends on how
+      // the program split its writes.
       end = scan_response_head(std::string_view(p + used, take), &h, &ok);
-      if (end != 0 && !ok) {  // not a response head: end only says a first line was seen
-        gave_up_ = true;
-        head_done_ = true;
-        body_.reset(BodyFramer::Mode::until_close);
-        return n;
-      }
+      if (!ok) end = 0;
     }
     if (end == 0) {
       buf_.append(p + used, take);
