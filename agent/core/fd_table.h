@@ -39,6 +39,9 @@ struct FdSlot {
   uint64_t owner_txid = 0;
   std::atomic<HttpConn*> conn{nullptr};   // inbound: allocated once per slot, reused
   std::atomic<HttpClientConn*> client{nullptr};  // outbound HTTP state (http_out.h), allocated likewise
+  // Outbound: `client` follows this connection's bytes. False once it turned out not to be HTTP (and no
+  // inserted header is pending): its reads and writes then skip http_out altogether (http_out.h).
+  std::atomic<bool> http_live{false};
 
   void add_read(uint64_t n) { bytes_read.store(bytes_read.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
   void add_written(uint64_t n) {

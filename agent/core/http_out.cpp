@@ -93,6 +93,13 @@ bool inside_curl() {
 // transaction's memory may be gone (the recorder itself then checks the txid).
 bool live(const StepRef& s) { return rec::usable(s); }
 
+// A connection found not to be HTTP, with nothing of an inserted header pending, is let go: the hooks
+// stop calling in here for it (has_client()) until the slot's next connect. Called holding its Busy.
+void let_go_if_not_http(FdSlot* s, HttpClientConn* c) {
+  if (!c->h2_active && c->tracker.opaque() && !c->inj.has_pending())
+    s->http_live.store(false, std::memory_order_relaxed);
+}
+
 // The slot's connection when it may still carry HTTP requests, else nullptr.
 HttpClientConn* http_conn(FdSlot* s) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
@@ -343,6 +350,7 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   if (c->h2_active) c->h2->client.on_end(c->h2->sink, "connection reused before the response ended");
   c->h2_active = false;
   c->fresh = true;
+  s->http_live.store(true, std::memory_order_relaxed);
   // IPv6 literals need brackets in a URL.
   bool v6 = addr.find(':') != std::string_view::npos;
   snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
@@ -359,7 +367,10 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   if (ReqRef owner; hint::board::take(fd, &owner)) c->sink.owner = owner;
   classify(c, iov, cnt, "http");
   if (c->h2_active) return h2_write_through(c, s, fd, iov, cnt, write_fn, ctx, result);
-  if (c->tracker.opaque() && !c->inj.has_pending()) return false;
+  if (c->tracker.opaque() && !c->inj.has_pending()) {
+    let_go_if_not_http(s, c);
+    return false;
+  }
   size_t n0;
   const char* p0 = first_bytes(iov, cnt, &n0);
   int saved = errno;
@@ -448,6 +459,7 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
     return;
   }
   feed_sent(c, iov, cnt, n, 0);
+  let_go_if_not_http(s, c);
   errno = saved;
 }
 
@@ -464,6 +476,7 @@ void on_sent_opaque(FdSlot* s, uint64_t n) {
     return;
   }
   c->tracker.on_sent_opaque(n, c->sink);
+  let_go_if_not_http(s, c);
   errno = saved;
 }
 
@@ -472,8 +485,12 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  if (c->h2_active) c->h2->client.on_received(p, n, c->h2->sink);
-  else c->tracker.on_received(p, n, c->sink);
+  if (c->h2_active) {
+    c->h2->client.on_received(p, n, c->h2->sink);
+  } else {
+    c->tracker.on_received(p, n, c->sink);
+    let_go_if_not_http(s, c);
+  }
   errno = saved;
 }
 

@@ -84,8 +84,10 @@ using WriteFn = ssize_t (*)(int fd, const iovec* iov, int cnt, void* ctx);
 bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_fn, void* ctx, ssize_t* result);
 
 // The slot's client connection (FdSlot::client) is allocated by on_connect() the first time its fd
-// number is connected, and reused (like the inbound HttpConn) for every later connection on it.
-inline bool has_client(const FdSlot* s) { return s->client.load(std::memory_order_relaxed) != nullptr; }
+// number is connected, and reused (like the inbound HttpConn) for every later connection on it. True
+// while it follows the connection's bytes (FdSlot::http_live): not once the connection turned out not
+// to be HTTP, so a plain read or write on such a socket costs one more load and compare, nothing else.
+inline bool has_client(const FdSlot* s) { return s->http_live.load(std::memory_order_relaxed); }
 
 // Bytes the program wrote (plain path) / read on an outbound socket. Each returns at once for a
 // connection that is not HTTP.

@@ -51,20 +51,43 @@ int hexval(char c) {
   return -1;
 }
 
-// Calls fn(name, value) for each header line after the first line of a head.
+// memchr that takes an empty range (and then a null pointer: an empty string_view's data()).
+inline const char* find_byte(const char* p, size_t n, char c) {
+  return n ? static_cast<const char*>(std::memchr(p, c, n)) : nullptr;
+}
+
+// A set of header names' first letters (case-insensitive), so that lines of other headers are skipped
+// on their first byte without looking for their colon.
+constexpr uint32_t letters(const char* names) {
+  uint32_t m = 0;
+  for (; *names; ++names) m |= 1u << ((*names | 0x20) - 'a');
+  return m;
+}
+inline bool may_match(char c, uint32_t first_letters) {
+  unsigned i = unsigned((c | 0x20) - 'a');
+  return i >= 26 || (first_letters >> i) & 1;  // not a letter (a space before the name…): looked at
+}
+
+// Calls fn(name, value) for each header line after the first line of a head whose name starts with one
+// of `first_letters`. The name is trimmed; the value is not (callers trim the values of the few headers
+// they keep). Returns the end of the head (just after its empty line), or 0 when `head` has none.
 template <typename Fn>
-void each_header(std::string_view head, Fn fn) {
-  size_t eol = head.find('\n');
-  while (eol != std::string_view::npos) {
-    head.remove_prefix(eol + 1);
-    eol = head.find('\n');
-    std::string_view line = head.substr(0, eol);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    fn(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
+size_t each_header(std::string_view head, uint32_t first_letters, Fn fn) {
+  const char* p = head.data();
+  const char* end = p + head.size();
+  const char* nl = find_byte(p, head.size(), '\n');
+  while (nl) {
+    p = nl + 1;
+    nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+    const char* line_end = nl ? nl : end;
+    if (line_end > p && line_end[-1] == '\r') --line_end;
+    if (line_end == p) return nl ? size_t(nl + 1 - head.data()) : 0;
+    if (!may_match(*p, first_letters)) continue;
+    const char* colon = static_cast<const char*>(std::memchr(p, ':', size_t(line_end - p)));
+    if (!colon) continue;
+    fn(trim(std::string_view(p, size_t(colon - p))), std::string_view(colon + 1, size_t(line_end - colon - 1)));
   }
+  return 0;
 }
 
 std::string_view first_line(std::string_view head) {
@@ -76,11 +99,17 @@ std::string_view first_line(std::string_view head) {
 }  // namespace
 
 size_t find_head_end(std::string_view buf, size_t from) {
+  // memchr from one line end to the next: the bytes between are never looked at one by one.
+  const char* b = buf.data();
+  size_t n = buf.size();
   size_t i = from >= 3 ? from - 3 : 0;
-  for (; i < buf.size(); ++i) {
-    if (buf[i] != '\n') continue;
-    if (i + 1 < buf.size() && buf[i + 1] == '\n') return i + 2;
-    if (i + 2 < buf.size() && buf[i + 1] == '\r' && buf[i + 2] == '\n') return i + 3;
+  while (i < n) {
+    const void* nl = std::memchr(b + i, '\n', n - i);
+    if (!nl) return 0;
+    i = size_t(static_cast<const char*>(nl) - b);
+    if (i + 1 < n && b[i + 1] == '\n') return i + 2;
+    if (i + 2 < n && b[i + 1] == '\r' && b[i + 2] == '\n') return i + 3;
+    ++i;
   }
   return 0;
 }
@@ -117,40 +146,65 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   if (q != std::string_view::npos) out->query.assign(target.substr(q + 1));
   out->keep_alive = version == "HTTP/1.1";
   bool ok = true;
-  each_header(head, [&](std::string_view name, std::string_view value) {
-    if (iequals(name, "host")) out->host.assign(value);
-    else if (iequals(name, "user-agent")) out->user_agent.assign(value.substr(0, 512));
-    else if (iequals(name, "traceparent")) out->traceparent.assign(value.substr(0, 128));
-    else if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
-    else if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
-    else if (iequals(name, "connection")) {
-      if (contains_token(value, "close")) out->keep_alive = false;
-      else if (contains_token(value, "keep-alive")) out->keep_alive = true;
+  // Only the headers txray keeps or needs for framing; the others are skipped on their name's length.
+  each_header(head, letters("hutc"), [&](std::string_view name, std::string_view value) {
+    switch (name.size()) {
+      case 4:
+        if (iequals(name, "host")) out->host.assign(trim(value));
+        break;
+      case 10:
+        if (iequals(name, "user-agent")) out->user_agent.assign(trim(value).substr(0, 512));
+        else if (iequals(name, "connection")) {
+          if (contains_token(value, "close")) out->keep_alive = false;
+          else if (contains_token(value, "keep-alive")) out->keep_alive = true;
+        }
+        break;
+      case 11:
+        if (iequals(name, "traceparent")) out->traceparent.assign(trim(value).substr(0, 128));
+        break;
+      case 14:
+        if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
+        break;
+      case 17:
+        if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
+        break;
     }
   });
   return ok;
 }
 
-bool parse_response_head(std::string_view head, ResponseHead* out) {
-  std::string_view line = first_line(head);
-  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1.") return false;
+namespace {
+// Parses a response head at the start of `data`; returns where it ends (0: no complete head in data,
+// headers parsed so far are in *out), *ok false when it is not a valid HTTP/1.x response head.
+size_t scan_response_head(std::string_view data, ResponseHead* out, bool* ok) {
+  *ok = false;
+  const char* nl = find_byte(data.data(), data.size(), '\n');
+  std::string_view line = data.substr(0, nl ? size_t(nl - data.data()) : data.size());
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1.") return nl ? 1 : 0;
   int status = 0;
   for (size_t i = 9; i < 12; ++i) {
-    if (line[i] < '0' || line[i] > '9') return false;
+    if (line[i] < '0' || line[i] > '9') return 1;
     status = status * 10 + (line[i] - '0');
   }
   *out = ResponseHead{};
   out->status = status;
   out->close = line.substr(0, 8) == "HTTP/1.0";
-  bool ok = true;
-  each_header(head, [&](std::string_view name, std::string_view value) {
-    if (iequals(name, "content-length")) ok &= parse_u64(value, &out->content_length);
-    else if (iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
-    else if (iequals(name, "connection")) {
+  *ok = true;
+  return each_header(data, letters("ct"), [&](std::string_view name, std::string_view value) {
+    if (name.size() == 14 && iequals(name, "content-length")) *ok &= parse_u64(value, &out->content_length);
+    else if (name.size() == 17 && iequals(name, "transfer-encoding")) out->chunked = contains_token(value, "chunked");
+    else if (name.size() == 10 && iequals(name, "connection")) {
       if (contains_token(value, "close")) out->close = true;
       else if (contains_token(value, "keep-alive")) out->close = false;
     }
   });
+}
+}  // namespace
+
+bool parse_response_head(std::string_view head, ResponseHead* out) {
+  bool ok;
+  scan_response_head(head, out, &ok);
   return ok;
 }
 
@@ -294,9 +348,22 @@ size_t ResponseTracker::feed(const char* p, size_t n) {
     size_t before = buf_.size();
     size_t take = n - used;
     if (before + take > kMaxHead) take = kMaxHead - before;
-    buf_.append(p + used, take);
-    size_t end = find_head_end(buf_, scanned_);
-    scanned_ = buf_.size();
+    size_t end = 0;
+    ResponseHead h;
+    bool ok = false;
+    if (before == 0) {
+      // The whole head in this write (the usual case): found and parsed in one pass, no copy. Anything
+      // else (incomplete, or not understood) takes the path below, so the outcome never depends on how
+      // the program split its writes.
+      end = scan_response_head(std::string_view(p + used, take), &h, &ok);
+      if (!ok) end = 0;
+    }
+    if (end == 0) {
+      buf_.append(p + used, take);
+      end = find_head_end(buf_, scanned_);
+      scanned_ = buf_.size();
+      if (end != 0) ok = parse_response_head(std::string_view(buf_).substr(0, end), &h);
+    }
     if (end == 0) {
       used += take;
       if (buf_.size() >= kMaxHead) {  // not understood: it ends when the connection closes
@@ -308,8 +375,7 @@ size_t ResponseTracker::feed(const char* p, size_t n) {
       break;
     }
     used += end - before;
-    ResponseHead h;
-    if (!parse_response_head(std::string_view(buf_).substr(0, end), &h)) {
+    if (!ok) {
       gave_up_ = true;
       head_done_ = true;
       body_.reset(BodyFramer::Mode::until_close);

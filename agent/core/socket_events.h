@@ -33,10 +33,8 @@ void inbound_writev(FdSlot* s, const iovec* iov, int cnt, size_t n);
 void inbound_write_opaque(FdSlot* s, uint64_t n);
 void connect_completed(FdSlot* s);
 
-// `n` bytes were read from fd into p (n > 0).
-inline void on_read(int fd, const void* p, size_t n) {
-  FdSlot* s = fds::peek(fd);
-  if (!s) return;
+// `n` bytes were read from fd into p (n > 0); the _at forms take fd's slot (fds::peek), already found.
+inline void on_read_at(FdSlot* s, const void* p, size_t n) {
   FdKind k = s->kind.load(std::memory_order_relaxed);
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_read(n);
@@ -44,9 +42,10 @@ inline void on_read(int fd, const void* p, size_t n) {
   else if (attr::close_window(), s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
   if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_received(s, static_cast<const char*>(p), n);
 }
-inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
-  FdSlot* s = fds::peek(fd);
-  if (!s) return;
+inline void on_read(int fd, const void* p, size_t n) {
+  if (FdSlot* s = fds::peek(fd)) on_read_at(s, p, n);
+}
+inline void on_readv_at(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   FdKind k = s->kind.load(std::memory_order_relaxed);
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_read(n);
@@ -54,10 +53,11 @@ inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
   else if (attr::close_window(), s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
   if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_receivedv(s, iov, cnt, n);
 }
+inline void on_readv(int fd, const iovec* iov, int cnt, size_t n) {
+  if (FdSlot* s = fds::peek(fd)) on_readv_at(s, iov, cnt, n);
+}
 // `n` bytes of p were written to fd (n > 0).
-inline void on_write(int fd, const void* p, size_t n) {
-  FdSlot* s = fds::peek(fd);
-  if (!s) return;
+inline void on_write_at(FdSlot* s, const void* p, size_t n) {
   FdKind k = s->kind.load(std::memory_order_relaxed);
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_written(n);
@@ -65,15 +65,19 @@ inline void on_write(int fd, const void* p, size_t n) {
   else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
   if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_sent(s, static_cast<const char*>(p), n);
 }
-inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
-  FdSlot* s = fds::peek(fd);
-  if (!s) return;
+inline void on_write(int fd, const void* p, size_t n) {
+  if (FdSlot* s = fds::peek(fd)) on_write_at(s, p, n);
+}
+inline void on_writev_at(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   FdKind k = s->kind.load(std::memory_order_relaxed);
   if (k == FdKind::none || k == FdKind::agent) return;
   s->add_written(n);
   if (k == FdKind::inbound) inbound_writev(s, iov, cnt, n);
   else if (s->connecting.load(std::memory_order_relaxed)) connect_completed(s);
   if (k == FdKind::outbound && http_out::has_client(s)) http_out::on_sentv(s, iov, cnt, n);
+}
+inline void on_writev(int fd, const iovec* iov, int cnt, size_t n) {
+  if (FdSlot* s = fds::peek(fd)) on_writev_at(s, iov, cnt, n);
 }
 // sendfile: n bytes whose contents the agent does not see.
 inline void on_write_opaque(int fd, uint64_t n) {

@@ -11,6 +11,7 @@
 #include "counters.h"
 #include "ids.h"
 #include "step_rows.h"
+#include "../transport/mpsc_queue.h"  // a bounded lock-free ring (MPMC); pure data structure, no I/O
 
 namespace txray::tx {
 namespace {
@@ -113,7 +114,50 @@ OwnerSlot* own_slot() {
   pthread_setspecific(g_exit_key, t_slot);  // non-null: the destructor runs at the thread's exit
   return t_slot;
 }
+// Finished transactions made new again, for begin() (recycle()). Bounded: at most this many wait. Made
+// on first use (the agent's constructor may begin a transaction before this file's statics are made)
+// and never destroyed: threads of the program, and the exit flush, may still end and send transactions
+// while static destructors run.
+constexpr size_t kPoolCapacity = 1024;
+MpscQueue<Transaction>& pool() {
+  static MpscQueue<Transaction>* const p = new MpscQueue<Transaction>(kPoolCapacity);
+  return *p;
+}
+// What recycling keeps: buffers this small are worth keeping; a transaction that grew past them gives
+// its memory back (a pool of 1,000-row step lists would hold on to megabytes).
+constexpr size_t kKeepSteps = 16;
+constexpr size_t kKeepAttrs = 8;
+constexpr size_t kKeepText = 256;
+
+Transaction* fresh_transaction() {
+  if (Transaction* t = pool().pop()) return t;
+  return new Transaction;
+}
+
 }  // namespace
+
+void recycle(Transaction* t) {
+  if (!t) return;
+  std::vector<Step> steps;
+  std::vector<Attr> attrs;
+  std::string name, client;
+  if (t->steps.capacity() <= kKeepSteps) steps.swap(t->steps);
+  if (t->attrs.capacity() <= kKeepAttrs) attrs.swap(t->attrs);
+  if (t->name.capacity() <= kKeepText) name.swap(t->name);
+  if (t->client_addr.capacity() <= kKeepText) client.swap(t->client_addr);
+  steps.clear();
+  attrs.clear();
+  name.clear();
+  client.clear();
+  // Every member back to its default, whatever members the struct grows: destroyed and made again.
+  t->~Transaction();
+  new (t) Transaction;
+  t->steps.swap(steps);
+  t->attrs.swap(attrs);
+  t->name.swap(name);
+  t->client_addr.swap(client);
+  if (!pool().push(t)) delete t;
+}
 
 uint32_t this_tid() {
   if (t_tid == 0) t_tid = uint32_t(syscall(SYS_gettid));
@@ -122,7 +166,7 @@ uint32_t this_tid() {
 void reset_tid_after_fork() { t_tid = 0; }
 
 Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
-  auto* t = new Transaction;
+  Transaction* t = fresh_transaction();
   t->txid = ids::next();
   ids::trace_id(t->trace_id);
   t->name.assign(name.substr(0, 1024));

@@ -29,7 +29,7 @@ namespace hooks {
 // dlsym(RTLD_NEXT, name); when that fails and `lib` is given (e.g. "libsqlite3.so.0"), dlsym in
 // dlopen(lib, RTLD_NOLOAD | RTLD_LAZY) — libraries Python dlopens in local scope are not visible to
 // RTLD_NEXT (PITFALLS 1). Returns nullptr when not found (not cached: it is tried again next call).
-void* resolve(const char* name, const char* lib);
+__attribute__((cold)) void* resolve(const char* name, const char* lib);
 
 template <typename F>
 inline F real_fn(std::atomic<void*>& slot, const char* name, const char* lib) {

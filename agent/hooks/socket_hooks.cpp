@@ -1,5 +1,6 @@
 // Socket interposers: call the real function, keep errno, hand the facts to agent/core/socket_events.h.
-// Plain reads and writes cost a thread-kind check and one fd-table lookup (no clock reads).
+// Plain reads and writes cost one fd-table lookup, and are a tail call of the real function when the
+// descriptor is not followed; else a thread-kind check more (never a clock read).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/sendfile.h>
@@ -96,6 +97,18 @@ void note_accept(int fd, const sockaddr* addr, const socklen_t* len) {
   errno = saved;
 }
 
+// Whether a read or write on fd may record anything: the agent follows it (accepted, connected). Looked
+// at before the real call: a descriptor's kind changes at accept, connect and close, never while the
+// program reads or writes it. False: the hook is a tail call of the real function (issue 14: a plain
+// read/write on a descriptor the agent does not follow costs a few instructions, no stack frame, no
+// thread-local lookup). The *_followed functions are the rest of each hook, out of line.
+inline txray::FdSlot* followed(int fd) {
+  txray::FdSlot* s = fds::peek(fd);
+  if (!s) return nullptr;
+  FdKind k = s->kind.load(std::memory_order_relaxed);
+  return (k != FdKind::none && k != FdKind::agent) ? s : nullptr;
+}
+
 // The real writev / sendmsg for http_out::write_through (ctx: nullptr, or the program's send flags).
 ssize_t real_gather_write(int fd, const iovec* iov, int cnt, void* ctx) {
   if (!ctx) {
@@ -113,15 +126,70 @@ ssize_t real_gather_write(int fd, const iovec* iov, int cnt, void* ctx) {
 
 // A write on an outbound socket that carries HTTP goes through http_out, which may insert a traceparent
 // header and then reports the program's own byte count in *r. False: make the plain call.
-inline bool http_write(int fd, const iovec* iov, int cnt, int* flags, ssize_t* r) {
-  txray::FdSlot* s = sock::outbound_http(fd);
-  if (__builtin_expect(s == nullptr, 1) || !txray::host_thread_enabled()) return false;
+inline bool http_write_at(txray::FdSlot* s, int fd, const iovec* iov, int cnt, int* flags, ssize_t* r) {
+  if (__builtin_expect(s->kind.load(std::memory_order_relaxed) != FdKind::outbound || !txray::http_out::has_client(s), 1) ||
+      !txray::host_thread_enabled())
+    return false;
   if (!txray::http_out::write_through(s, fd, iov, cnt, real_gather_write, flags, r)) return false;
   if (*r > 0 && s->connecting.load(std::memory_order_relaxed)) {
     txray::SaveErrno keep;
     sock::connect_completed(s);
   }
   return true;
+}
+inline bool http_write(int fd, const iovec* iov, int cnt, int* flags, ssize_t* r) {
+  txray::FdSlot* s = fds::peek(fd);
+  return s && http_write_at(s, fd, iov, cnt, flags, r);
+}
+
+using ReadFn = ssize_t (*)(int, void*, size_t);
+using RecvFn = ssize_t (*)(int, void*, size_t, int);
+using ReadvFn = ssize_t (*)(int, const iovec*, int);
+using WriteFn = ssize_t (*)(int, const void*, size_t);
+using SendFn = ssize_t (*)(int, const void*, size_t, int);
+
+__attribute__((noinline)) ssize_t read_followed(ReadFn real, txray::FdSlot* s, int fd, void* buf, size_t n) {
+  ssize_t r = real(fd, buf, n);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_read_at(s, buf, size_t(r));
+  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
+  return r;
+}
+
+__attribute__((noinline)) ssize_t recv_followed(RecvFn real, txray::FdSlot* s, int fd, void* buf, size_t n, int flags) {
+  ssize_t r = real(fd, buf, n, flags);
+  // MSG_PEEK leaves the bytes in the socket: they are counted when really read.
+  if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read_at(s, buf, size_t(r));
+  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
+  return r;
+}
+
+__attribute__((noinline)) ssize_t readv_followed(ReadvFn real, txray::FdSlot* s, int fd, const iovec* iov, int cnt) {
+  ssize_t r = real(fd, iov, cnt);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_readv_at(s, iov, cnt, size_t(r));
+  return r;
+}
+
+__attribute__((noinline)) ssize_t write_followed(WriteFn real, txray::FdSlot* s, int fd, const void* buf, size_t n) {
+  iovec v{const_cast<void*>(buf), n};
+  if (ssize_t hr; http_write_at(s, fd, &v, 1, nullptr, &hr)) return hr;
+  ssize_t r = real(fd, buf, n);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write_at(s, buf, size_t(r));
+  return r;
+}
+
+__attribute__((noinline)) ssize_t send_followed(SendFn real, txray::FdSlot* s, int fd, const void* buf, size_t n, int flags) {
+  iovec v{const_cast<void*>(buf), n};
+  if (ssize_t hr; http_write_at(s, fd, &v, 1, &flags, &hr)) return hr;
+  ssize_t r = real(fd, buf, n, flags);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_write_at(s, buf, size_t(r));
+  return r;
+}
+
+__attribute__((noinline)) ssize_t writev_followed(ReadvFn real, txray::FdSlot* s, int fd, const iovec* iov, int cnt) {
+  if (ssize_t hr; http_write_at(s, fd, iov, cnt, nullptr, &hr)) return hr;
+  ssize_t r = real(fd, iov, cnt);
+  if (r > 0 && txray::host_thread_enabled()) sock::on_writev_at(s, iov, cnt, size_t(r));
+  return r;
 }
 
 }  // namespace
@@ -177,20 +245,17 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
 ssize_t read(int fd, void* buf, size_t n) {
   auto real = TXRAY_REAL(read, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
-  ssize_t r = real(fd, buf, n);
-  if (r > 0 && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
-  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
-  return r;
+  txray::FdSlot* s = followed(fd);
+  if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n);
+  return read_followed(real, s, fd, buf, n);
 }
 
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
   auto real = TXRAY_REAL(recv, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
-  ssize_t r = real(fd, buf, n, flags);
-  // MSG_PEEK leaves the bytes in the socket: they are counted when really read.
-  if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read(fd, buf, size_t(r));
-  else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
-  return r;
+  txray::FdSlot* s = followed(fd);
+  if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n, flags);
+  return recv_followed(real, s, fd, buf, n, flags);
 }
 
 ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
@@ -214,9 +279,9 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 ssize_t readv(int fd, const iovec* iov, int cnt) {
   auto real = TXRAY_REAL(readv, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
-  ssize_t r = real(fd, iov, cnt);
-  if (r > 0 && txray::host_thread_enabled()) sock::on_readv(fd, iov, cnt, size_t(r));
-  return r;
+  txray::FdSlot* s = followed(fd);
+  if (__builtin_expect(s == nullptr, 1)) return real(fd, iov, cnt);
+  return readv_followed(real, s, fd, iov, cnt);
 }
 
 ssize_t write(int fd, const void* buf, size_t n) {
@@ -225,21 +290,17 @@ ssize_t write(int fd, const void* buf, size_t n) {
   if (__builtin_expect(fd == txray::hint::kHintFd, 0)) {
     if (long hr; txray::hooks::hint_write(buf, n, &hr)) return hr;
   }
-  iovec v{const_cast<void*>(buf), n};
-  if (ssize_t hr; http_write(fd, &v, 1, nullptr, &hr)) return hr;
-  ssize_t r = real(fd, buf, n);
-  if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
-  return r;
+  txray::FdSlot* s = followed(fd);
+  if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n);
+  return write_followed(real, s, fd, buf, n);
 }
 
 ssize_t send(int fd, const void* buf, size_t n, int flags) {
   auto real = TXRAY_REAL(send, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
-  iovec v{const_cast<void*>(buf), n};
-  if (ssize_t hr; http_write(fd, &v, 1, &flags, &hr)) return hr;
-  ssize_t r = real(fd, buf, n, flags);
-  if (r > 0 && txray::host_thread_enabled()) sock::on_write(fd, buf, size_t(r));
-  return r;
+  txray::FdSlot* s = followed(fd);
+  if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n, flags);
+  return send_followed(real, s, fd, buf, n, flags);
 }
 
 ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
@@ -265,10 +326,9 @@ ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 ssize_t writev(int fd, const iovec* iov, int cnt) {
   auto real = TXRAY_REAL(writev, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
-  if (ssize_t hr; http_write(fd, iov, cnt, nullptr, &hr)) return hr;
-  ssize_t r = real(fd, iov, cnt);
-  if (r > 0 && txray::host_thread_enabled()) sock::on_writev(fd, iov, cnt, size_t(r));
-  return r;
+  txray::FdSlot* s = followed(fd);
+  if (__builtin_expect(s == nullptr, 1)) return real(fd, iov, cnt);
+  return writev_followed(real, s, fd, iov, cnt);
 }
 
 ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {

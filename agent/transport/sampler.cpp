@@ -66,7 +66,7 @@ size_t HeadSampler::filter(std::vector<Transaction*>& batch) {
       batch[kept++] = t;
       continue;
     }
-    delete t;
+    tx::recycle(t);  // back to begin()'s pool
     ++out;
   }
   batch.resize(kept);

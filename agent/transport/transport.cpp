@@ -127,7 +127,7 @@ class Sender {
           ((sig != last_sig || windows_.want_send() || !sampler_.pending().empty()) && now - last_sent > kHeartbeatNs)) {
         if (exiting) exit_windows_sent = exit_sampled_sent = true;
         bool encoded = send(batch, exiting);
-        for (Transaction* t : batch) delete t;
+        for (Transaction* t : batch) tx::recycle(t);  // back to begin()'s pool
         if (encoded && !batch.empty()) note_agent_work(thread_cpu() - work0);
         batch.clear();
         last_sent = now;
@@ -348,7 +348,7 @@ void enqueue(Transaction* t) {
   State* st = state();
   if (!st || st->exit_requested.load(std::memory_order_relaxed) || !st->queue.push(t)) {
     counters().drop(DropReason::queue_full, 1, clock::unix_ns());
-    delete t;
+    tx::recycle(t);
     return;
   }
   if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0) && thread_wanted()) start_thread(st);

@@ -9,11 +9,14 @@
 # every request is a transaction (START/END rows, both clocks), queued, encoded and sent over ZeroMQ to
 # a PULL sink in the load generator. Throughput on this shared 2-core machine follows the neighbours'
 # load, so the server's own CPU time per request (all its threads, the agent's included) is printed too.
+# Issue 14's figure is printed too: added CPU per request / (2 x one thread-CPU clock read measured in the
+# same run), target <= 1.5 (the two reads a transaction needs: START and END).
 # Usage: bench/http_server/run.sh BUILD_DIR   (env: ROUNDS=5 SECONDS_PER_RUN=3 CONNS=4 BURN_US="0 100")
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 SERVER=$BUILD/bin/txray-burner
 LOADGEN=$BUILD/bin/txray-bench-loadgen
+CLOCK=$BUILD/bin/txray-bench-clock-cost  # one CLOCK_THREAD_CPUTIME_ID read, same run (bench/nginx_static)
 AGENT=$BUILD/lib/libtxray-agent.so
 ROUNDS=${ROUNDS:-5}
 SECS=${SECONDS_PER_RUN:-3}
@@ -56,10 +59,11 @@ run_one() {  # $1 = bare|agent; prints "rps server-cpu-us-per-request"
 }
 
 for BURN in $BURN_LIST; do
-  bare=(); agent=(); bare_cpu=(); agent_cpu=()
+  bare=(); agent=(); bare_cpu=(); agent_cpu=(); clk=()
   for r in $(seq "$ROUNDS"); do
     read -r rps cpu <<<"$(run_one bare)"; bare+=("$rps"); bare_cpu+=("$cpu")
     read -r rps cpu <<<"$(run_one agent)"; agent+=("$rps"); agent_cpu+=("$cpu")
+    if [ -x "$CLOCK" ]; then clk+=("$("$CLOCK" | awk '/^clock_gettime/ {print $2}')"); fi
   done
   median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
   mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
@@ -73,5 +77,10 @@ for BURN in $BURN_LIST; do
     "$mb" "$ma" "$(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.1f", 100 * a / b}')"
   printf '  median server CPU per request: bare %s us, agent %s us (agent adds %s us, all its threads included)\n' \
     "$mbc" "$mac" "$(awk -v a="$mac" -v b="$mbc" 'BEGIN {printf "%.1f", a - b}')"
+  if [ ${#clk[@]} -gt 0 ]; then
+    mclk=$(median "${clk[@]}")
+    awk -v a="$mac" -v b="$mbc" -v c="$mclk" 'BEGIN {
+      printf "  one CLOCK_THREAD_CPUTIME_ID read (median of the rounds) %.0f ns: added / (2 x clock read) = %.2f (target <= 1.5)\n", c, 1000 * (a - b) / (2 * c) }'
+  fi
   grep -h "sink messages" "$WORK/log" | tail -1 | sed 's/^/  last agent run: /' || true
 done
