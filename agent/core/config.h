@@ -15,6 +15,11 @@ struct Config {
   uint32_t max_steps = 1000;                       // TXRAY_MAX_STEPS (rows per transaction, >= 3)
   uint32_t queue_capacity = 4096;                  // TXRAY_QUEUE (finished transactions, >= 2)
   bool debug = false;                              // TXRAY_DEBUG=1: agent problems on stderr
+  // CPU samples of transaction threads (core/cpu_sampler.h): TXRAY_CPU_SAMPLES=0 turns them off.
+  bool cpu_samples = true;                         // TXRAY_CPU_SAMPLES = 1 | 0
+  uint32_t cpu_sample_ms = 10;                     // TXRAY_CPU_SAMPLE_MS: ms of thread CPU between samples
+  uint32_t cpu_samples_max = 256;                  // TXRAY_CPU_SAMPLES_MAX: samples kept per transaction
+  int cpu_sample_signal = 0;                       // TXRAY_CPU_SAMPLE_SIGNAL: the signal (0 = SIGRTMAX-3)
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cpu_sampler.h"
 #include "recorder.h"
 #include "shared_text.h"
 
@@ -109,6 +110,13 @@ struct Transaction {
   int32_t stack[kMaxDepth];  // open call steps (indexes into steps), innermost last
   int depth = 0;
   std::atomic<Transaction*>* owner_slot = nullptr;  // the owning thread's "current" slot
+
+  // CPU samples (core/cpu_sampler.h): the sampled thread's buffer while open, the samples once ended;
+  // the agent thread turns them into `cpu_profile` (transport/cpu_profile.h) before encoding.
+  void* cpu_buf = nullptr;
+  std::vector<cpu::RawSample> cpu_samples;
+  uint32_t cpu_samples_dropped = 0;
+  cpu::Profile cpu_profile;
 };
 
 namespace tx {

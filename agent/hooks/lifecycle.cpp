@@ -91,6 +91,7 @@ void child_after_fork() {
   txray::hooks::g_pid.store(getpid());
   txray::tx::reset_tid_after_fork();
   txray::tx::forget_current_after_fork();
+  txray::cpu::after_fork_child();
   txray::ids::reseed();
   txray::sock::after_fork_child();
   txray::attr::after_fork_child();
@@ -104,6 +105,7 @@ __attribute__((constructor)) void txray_agent_init() {
   if (!c.problems.empty()) txray::debug_log("configuration: %s", c.problems.c_str());
   if (c.mode == txray::Mode::off) return;
   txray::ids::reseed();
+  txray::cpu::init(c);
   txray::transport::init(txray::read_identity());
   pthread_atfork(nullptr, nullptr, child_after_fork);
   std::atexit(at_exit);

@@ -1,5 +1,6 @@
 #include "transport.h"
 
+#include <dlfcn.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,11 +15,14 @@
 #include <vector>
 
 #include "../core/clock.h"
+#include "../core/cpu_sampler.h"
+#include "../core/transaction.h"
 #include "../core/config.h"
 #include "../core/counters.h"
 #include "../core/fd_table.h"
 #include "../core/unattributed.h"
 #include "../hooks/hook.h"
+#include "cpu_profile.h"
 #include "drop_windows.h"
 #include "encode.h"
 #include "mpsc_queue.h"
@@ -74,6 +78,18 @@ void futex_wake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
+// TEMPORARY until the stacks symbolizer is merged: dladdr (exported symbols only).
+cpu::Symbol resolve_symbol(uintptr_t ip, void*) {
+  cpu::Symbol s;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fname) {
+    const char* slash = std::strrchr(info.dli_fname, '/');
+    s.module = slash ? slash + 1 : info.dli_fname;
+    if (info.dli_sname) s.function = info.dli_sname;
+  }
+  return s;
+}
+
 // The counters only grow, so their sum changes exactly when one of them does.
 uint64_t drops_signature(const Counters& c) {
   return c.queue_full.load() + c.send_failed.load() + c.encode_failed.load() + c.internal_errors.load() +
@@ -105,6 +121,7 @@ class Sender {
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
       if (uint64_t t = clock::mono_ns(); t - last_rotate >= kRotateNs) {
         unattr::rotate(false);  // the unattributed steps of the last second, as one container
+        cpu::check_host_signal();
         last_rotate = t;
       }
       while (batch.size() < kMaxBatch)
@@ -193,6 +210,8 @@ class Sender {
     // No connection, none to be had now: counted without encoding (while the collector is away the
     // agent thread costs the host's CPUs next to nothing).
     if (!connected(exiting)) return not_sent(batch);
+    for (Transaction* t : batch)
+      if (!t->cpu_samples.empty()) cpu::build_profile(*t, resolve_symbol, nullptr);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_)) {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return;

@@ -43,6 +43,19 @@ struct Agent {
   int64_t internal_errors = 0;
 };
 
+// One of a row's hottest functions (CPU samples, issue 11).
+struct HotFunction {
+  std::string function;
+  std::string module;
+  int64_t samples = 0;
+};
+
+// The samples of one stack (folded: frames root first, ';'-separated), for a flame graph.
+struct CpuStack {
+  std::string folded;
+  int64_t samples = 0;
+};
+
 struct Step {
   int no = 0;
   int parent = -1;
@@ -64,6 +77,8 @@ struct Step {
   Attributes attributes;
   std::optional<int64_t> callee_tx_id;  // transactions.id of the callee, once linked
   std::optional<uint64_t> callee_txid;  // its txid
+  int64_t cpu_samples = 0;              // CPU samples in the row's GAP (cpu_rows)
+  std::vector<HotFunction> hot;         // its hottest functions, most samples first (cpu_hot)
 
   const std::string* attribute(const std::string& key) const {
     for (const auto& [k, v] : attributes)
@@ -132,6 +147,11 @@ struct Transaction {
   Attributes attributes;
   std::vector<Step> steps;
   std::vector<Summary> summary;
+  // CPU samples (cpu_tx, cpu_stacks, agent_cpu): empty for a store or an agent without them.
+  int64_t cpu_samples = 0;
+  int64_t cpu_samples_dropped = 0;
+  std::vector<CpuStack> cpu_stacks;  // most samples first
+  std::string cpu_sampler;           // the agent's sampler status ("signal 61, every 10000 us …")
 };
 
 }  // namespace txray

@@ -277,7 +277,50 @@ std::optional<Transaction> Reader::load(int64_t id) {
     m.bytes_written = sm.i64(8);
     t.summary.push_back(std::move(m));
   }
+  load_cpu(t, agent_id);
   return t;
+}
+
+void Reader::load_cpu(Transaction& t, int64_t agent_id) {
+  if (has_cpu_ < 0) {
+    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
+                " ('cpu_rows', 'cpu_hot', 'cpu_stacks', 'cpu_tx', 'agent_cpu')");
+    q.step();
+    has_cpu_ = q.i64(0) == 5 ? 1 : 0;
+  }
+  if (!has_cpu_) return;
+  Stmt& a = cached(agent_cpu_stmt_, "SELECT sampler FROM agent_cpu WHERE agent_id = ?1");
+  ResetOnExit a_done{a};
+  a.bind(1, agent_id);
+  if (a.step()) t.cpu_sampler = a.text(0);
+  Stmt& c = cached(cpu_tx_stmt_, "SELECT samples, dropped FROM cpu_tx WHERE tx_id = ?1");
+  ResetOnExit c_done{c};
+  c.bind(1, t.id);
+  if (!c.step()) return;  // no samples: no rows in the other tables either
+  t.cpu_samples = c.i64(0);
+  t.cpu_samples_dropped = c.i64(1);
+  auto step_no = [&](int64_t no) -> Step* {
+    if (no >= 0 && size_t(no) < t.steps.size() && t.steps[size_t(no)].no == no) return &t.steps[size_t(no)];
+    for (auto& s : t.steps)
+      if (s.no == no) return &s;
+    return nullptr;
+  };
+  Stmt& r = cached(cpu_rows_stmt_, "SELECT no, samples FROM cpu_rows WHERE tx_id = ?1");
+  ResetOnExit r_done{r};
+  r.bind(1, t.id);
+  while (r.step())
+    if (Step* s = step_no(r.i64(0))) s->cpu_samples = r.i64(1);
+  Stmt& h = cached(cpu_hot_stmt_,
+                   "SELECT no, function, module, samples FROM cpu_hot WHERE tx_id = ?1 ORDER BY no, rank");
+  ResetOnExit h_done{h};
+  h.bind(1, t.id);
+  while (h.step())
+    if (Step* s = step_no(h.i64(0))) s->hot.push_back({h.text(1), h.text(2), h.i64(3)});
+  Stmt& k = cached(cpu_stacks_stmt_,
+                   "SELECT folded, samples FROM cpu_stacks WHERE tx_id = ?1 ORDER BY samples DESC, rowid");
+  ResetOnExit k_done{k};
+  k.bind(1, t.id);
+  while (k.step()) t.cpu_stacks.push_back({k.text(0), k.i64(1)});
 }
 
 }  // namespace txray

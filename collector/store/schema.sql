@@ -147,4 +147,39 @@ CREATE TABLE IF NOT EXISTS agent_received(
   last_sent_unix_ns INTEGER NOT NULL    -- Batch.sent_unix_ns of the last batch received (agent clock)
 );
 
+-- CPU samples (issue 11, docs/agent.md "CPU samples"): where a row's CPU_T went. Added within schema
+-- version 1 (IF NOT EXISTS: made in older stores when the collector opens them; readers of a store
+-- without them see no samples). Rows only for transactions and rows that have samples.
+CREATE TABLE IF NOT EXISTS cpu_rows(      -- Step.cpu_samples: samples in the row's GAP
+  tx_id   INTEGER NOT NULL,
+  no      INTEGER NOT NULL,               -- steps.no
+  samples INTEGER NOT NULL,
+  PRIMARY KEY(tx_id, no)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cpu_hot(       -- Step.hot: the row's hottest functions (at most 8)
+  tx_id    INTEGER NOT NULL,
+  no       INTEGER NOT NULL,              -- steps.no
+  rank     INTEGER NOT NULL,              -- 0 = most samples
+  function TEXT NOT NULL,                 -- demangled; "[module]" when the module has no name for it
+  module   TEXT,
+  samples  INTEGER NOT NULL,
+  PRIMARY KEY(tx_id, no, rank)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cpu_stacks(    -- Transaction.cpu_stacks: folded stacks for a flame graph
+  tx_id   INTEGER NOT NULL,
+  folded  TEXT NOT NULL,                  -- frames root first, ';'-separated
+  samples INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cpu_stacks_tx ON cpu_stacks(tx_id);
+CREATE TABLE IF NOT EXISTS cpu_tx(        -- per transaction: samples kept and dropped
+  tx_id   INTEGER PRIMARY KEY,
+  samples INTEGER NOT NULL,
+  dropped INTEGER NOT NULL DEFAULT 0      -- Transaction.cpu_samples_dropped
+);
+CREATE TABLE IF NOT EXISTS agent_cpu(     -- AgentInfo.cpu_sampler, DropCounters.cpu_samples_dropped
+  agent_id        INTEGER PRIMARY KEY REFERENCES agents(id),
+  sampler         TEXT,
+  samples_dropped INTEGER NOT NULL DEFAULT 0
+);
+
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');

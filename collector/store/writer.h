@@ -44,6 +44,8 @@ class Writer {
   int64_t insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app);
   void insert_step(int64_t tx_row, int no, const v1::Step& s, WriteCounts& counts);
   void insert_summary(int64_t tx_row, const v1::StepSummary& s);
+  // CPU samples (cpu_rows, cpu_hot, cpu_stacks, cpu_tx): nothing for a transaction without samples.
+  void insert_cpu(int64_t tx_row, const v1::Transaction& tx);
   // Id of the texts row holding `text` (inserted when new); NULL-able: returns 0 for an empty text.
   int64_t text_id(std::string_view text);
 
@@ -59,6 +61,7 @@ class Writer {
   Stmt text_insert_, text_select_;
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
+  Stmt agent_cpu_upsert_, cpu_rows_insert_, cpu_hot_insert_, cpu_stacks_insert_, cpu_tx_insert_;
   // False while no stored transaction has a caller: then no HTTP_CALL can have a callee yet, and the
   // per-call lookup is skipped (the common case of a service that is nobody's callee).
   bool any_callee_ = false;
