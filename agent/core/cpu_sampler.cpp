@@ -40,6 +40,7 @@ struct ThreadBuf {
   uint32_t cap = 0;
   timespec remaining{};                      // the timer's time left at the last disarm (phase kept)
   size_t bytes = 0;
+  size_t slot = 0;                           // in g_timers
   RawSample s[1];                            // cap of them (mmap'd: untouched pages cost nothing)
 };
 
@@ -52,6 +53,22 @@ std::atomic<uint64_t> g_taken{0};
 uint64_t g_period_ns = 10'000'000;
 uint32_t g_cap = 256;
 char g_why_off[96] = "not started";
+
+// Every thread's timer, so that all of them can be stopped at once when the program takes the signal
+// (host_takes_signal). A thread that finds no free slot does not sample.
+constexpr size_t kTimerSlots = 4096;
+std::atomic<uintptr_t> g_timers[kTimerSlots];
+bool take_timer_slot(timer_t t, size_t* index) {
+  for (size_t i = 0; i < kTimerSlots; ++i) {
+    uintptr_t zero = 0;
+    if (g_timers[i].load(std::memory_order_relaxed) == 0 &&
+        g_timers[i].compare_exchange_strong(zero, reinterpret_cast<uintptr_t>(t) | 1, std::memory_order_acq_rel)) {
+      *index = i;
+      return true;
+    }
+  }
+  return false;
+}
 
 thread_local ThreadBuf* t_buf __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local bool t_never __attribute__((tls_model("initial-exec"))) = false;
@@ -76,7 +93,10 @@ void on_thread_exit(void* p) {
   if (!b || b != t_buf) return;
   t_buf = nullptr;
   b->thread_alive.store(false, std::memory_order_release);
-  if (b->has_timer) timer_delete(b->timer);
+  if (b->has_timer) {
+    g_timers[b->slot].store(0, std::memory_order_release);
+    timer_delete(b->timer);
+  }
   b->has_timer = b->armed = false;
   release(b);
 }
@@ -133,6 +153,12 @@ ThreadBuf* own_buf() {
   ev.sigev_signo = g_signal.load(std::memory_order_relaxed);
   ev._sigev_un._tid = pid_t(b->tid);
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &b->timer) != 0) {
+    munmap(p, bytes);
+    t_never = true;
+    return nullptr;
+  }
+  if (!take_timer_slot(b->timer, &b->slot)) {
+    timer_delete(b->timer);
     munmap(p, bytes);
     t_never = true;
     return nullptr;
@@ -263,13 +289,24 @@ void on_end(Transaction* t) {
 void check_host_signal() {
   int sig = g_signal.load(std::memory_order_relaxed);
   if (!sig || g_stopped.load(std::memory_order_relaxed)) return;
-  if (host_uses(sig)) g_stopped.store(true, std::memory_order_relaxed);
+  if (host_uses(sig)) host_takes_signal();
+}
+
+bool is_sample_signal(int sig) { return sig != 0 && sig == g_signal.load(std::memory_order_relaxed); }
+
+void host_takes_signal() {
+  if (g_stopped.exchange(true)) return;
+  // Every timer stopped before the program's handler is in place: none of our signals should reach it.
+  itimerspec zero{};
+  for (auto& slot : g_timers)
+    if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v & ~uintptr_t(1)), 0, &zero, nullptr);
 }
 
 void after_fork_child() {
   // Timers are not inherited; the buffer's memory is (this thread's copy), and is left alone.
   t_buf = nullptr;
   if (g_key_ok) pthread_setspecific(g_key, nullptr);
+  for (auto& slot : g_timers) slot.store(0, std::memory_order_relaxed);
 }
 
 uint64_t dropped_total() { return g_dropped.load(std::memory_order_relaxed); }

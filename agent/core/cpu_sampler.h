@@ -73,6 +73,11 @@ Mechanism mechanism();
 void on_begin(Transaction* t);
 void on_end(Transaction* t);
 
+// The program installs a handler for `sig` (hooks/signal_hooks.cpp, before the real sigaction runs):
+// when it is the sampling signal, every thread's timer is stopped and sampling ends for good.
+bool is_sample_signal(int sig);
+void host_takes_signal();
+
 // Agent thread, about once a second: stops sampling when the program took the signal for itself.
 void check_host_signal();
 
