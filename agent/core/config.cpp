@@ -82,6 +82,11 @@ Config parse_config(const char* (*get)(const char*)) {
     c.problems += std::string("TXRAY_CPU_SAMPLE_MS='") + v + "' is not a number in 1..60000; ";
   if (const char* v = get("TXRAY_CPU_SAMPLES_MAX"); v && *v && !parse_u32(v, 1, 4096, &c.cpu_samples_max))
     c.problems += std::string("TXRAY_CPU_SAMPLES_MAX='") + v + "' is not a number in 1..4096; ";
+  if (const char* v = get("TXRAY_CPU_SAMPLE_ARM"); v && *v) {
+    if (!std::strcmp(v, "keep")) c.cpu_sample_keep_armed = true;
+    else if (!std::strcmp(v, "tx")) c.cpu_sample_keep_armed = false;
+    else c.problems += std::string("TXRAY_CPU_SAMPLE_ARM='") + v + "' is not tx|keep; ";
+  }
   if (const char* v = get("TXRAY_CPU_SAMPLE_SIGNAL"); v && *v) {
     uint32_t sig = 0;
     if (parse_u32(v, 1, 64, &sig)) c.cpu_sample_signal = int(sig);

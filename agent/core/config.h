@@ -19,6 +19,10 @@ struct Config {
   bool cpu_samples = true;                         // TXRAY_CPU_SAMPLES = 1 | 0
   uint32_t cpu_sample_ms = 10;                     // TXRAY_CPU_SAMPLE_MS: ms of thread CPU between samples
   uint32_t cpu_samples_max = 256;                  // TXRAY_CPU_SAMPLES_MAX: samples kept per transaction
+  // TXRAY_CPU_SAMPLE_ARM=keep (default): a thread's timer stays armed between transactions (a sample
+  // outside one is ignored; after 10 such in a row the timer is stopped until the next transaction);
+  // =tx: armed at each begin and disarmed at each end (+3 us per transaction: docs/performance.md).
+  bool cpu_sample_keep_armed = true;
   int cpu_sample_signal = 0;                       // TXRAY_CPU_SAMPLE_SIGNAL: the signal (0 = SIGRTMAX-3)
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.

@@ -32,6 +32,7 @@ struct ThreadBuf {
   std::atomic<uint32_t> over{0};             // samples past the cap
   std::atomic<bool> contended{false};        // another transaction began on the thread meanwhile
   std::atomic<bool> thread_alive{true};
+  uint32_t idle = 0;                         // samples in a row outside a transaction (kept armed)
   uint32_t strikes = 0;                      // contended transactions: after a few, never sample the thread
   bool has_timer = false;
   bool armed = false;
@@ -45,6 +46,7 @@ struct ThreadBuf {
 };
 
 constexpr uint32_t kMaxStrikes = 4;
+constexpr uint32_t kMaxIdleSamples = 10;  // kept armed: stopped after this many samples outside a transaction
 
 std::atomic<int> g_signal{0};        // 0: not sampling
 std::atomic<bool> g_stopped{false};  // the program took the signal
@@ -52,6 +54,7 @@ std::atomic<uint64_t> g_dropped{0};
 std::atomic<uint64_t> g_taken{0};
 uint64_t g_period_ns = 10'000'000;
 uint32_t g_cap = 256;
+bool g_keep_armed = false;
 char g_why_off[96] = "not started";
 
 // Every thread's timer, so that all of them can be stopped at once when the program takes the signal
@@ -107,7 +110,9 @@ void handler(int, siginfo_t* si, void* uc) {
   ThreadBuf* b = t_buf;
   if (b) {
     if (!b->owner.load(std::memory_order_acquire)) {
-      disarm(b);  // its transaction ended on another thread: timer_settime is async-signal-safe
+      // Outside a transaction (or its transaction ended on another thread): stop the timer, at once or
+      // after a few such samples when kept armed (timer_settime is async-signal-safe).
+      if (!g_keep_armed || ++b->idle >= kMaxIdleSamples) disarm(b);
     } else {
       uint32_t i = b->n.load(std::memory_order_relaxed);
       if (i >= b->cap) {
@@ -185,6 +190,7 @@ void init(const Config& c) {
   }
   g_period_ns = uint64_t(c.cpu_sample_ms) * 1'000'000ull;
   g_cap = c.cpu_samples_max ? c.cpu_samples_max : 1;
+  g_keep_armed = c.cpu_sample_keep_armed;
   // A real-time signal the program has no handler for, from SIGRTMAX-3 down (SIGRTMIN.. are the ones
   // programs pick first; glibc keeps 32 and 33 below SIGRTMIN for itself).
   int sig = 0;
@@ -230,8 +236,8 @@ std::string status() {
   if (g_stopped.load(std::memory_order_relaxed))
     std::snprintf(buf, sizeof buf, "off (the program took signal %d)", sig);
   else
-    std::snprintf(buf, sizeof buf, "signal %d, every %llu us of thread CPU", sig,
-                  (unsigned long long)(g_period_ns / 1000));
+    std::snprintf(buf, sizeof buf, "signal %d, every %llu us of thread CPU%s", sig,
+                  (unsigned long long)(g_period_ns / 1000), g_keep_armed ? "" : ", armed per transaction");
   return buf;
 }
 
@@ -251,6 +257,8 @@ void on_begin(Transaction* t) {
   b->refs.fetch_add(1, std::memory_order_relaxed);
   t->cpu_buf = b;
   b->owner.store(t, std::memory_order_release);
+  b->idle = 0;
+  if (b->armed && g_keep_armed) return;
   itimerspec it{};
   it.it_interval.tv_sec = time_t(g_period_ns / 1'000'000'000ull);
   it.it_interval.tv_nsec = long(g_period_ns % 1'000'000'000ull);
@@ -264,7 +272,8 @@ void on_end(Transaction* t) {
   t->cpu_buf = nullptr;
   b->owner.store(nullptr, std::memory_order_release);
   bool own_thread = b == t_buf;
-  if (own_thread) disarm(b);  // else the thread's next sample disarms it (handler)
+  // Armed per transaction: stopped here, or by the thread's next sample when the end is on another thread.
+  if (own_thread && !g_keep_armed) disarm(b);
   uint32_t n = b->n.load(std::memory_order_acquire);
   uint32_t over = b->over.load(std::memory_order_relaxed);
   if (b->contended.load(std::memory_order_relaxed)) {

@@ -249,6 +249,8 @@ std::optional<Profile> Store::load_profile(int64_t id) {
     p.summaries.push_back({text_of(sums, 0), text_of(sums, 1), sqlite3_column_int64(sums, 2),
                            sqlite3_column_int64(sums, 3), sqlite3_column_int64(sums, 4)});
 
+  load_cpu(p);
+
   // The caller: same trace, with an HTTP_CALL whose span id is our parent span (trace_id is indexed).
   if (p.parent_span_id != 0 && !p.trace_id.empty()) {
     Stmt caller{prepare("SELECT s.tx_id FROM transactions t JOIN steps s ON s.tx_id = t.id "
@@ -259,6 +261,40 @@ std::optional<Profile> Store::load_profile(int64_t id) {
     if (sqlite3_step(caller) == SQLITE_ROW) p.caller_tx_id = sqlite3_column_int64(caller, 0);
   }
   return p;
+}
+
+void Store::load_cpu(Profile& p) {
+  if (has_cpu_ < 0) {
+    Stmt q{prepare("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                   "('cpu_rows', 'cpu_hot', 'cpu_stacks', 'cpu_tx', 'agent_cpu')")};
+    has_cpu_ = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 5 ? 1 : 0;
+  }
+  if (!has_cpu_) return;
+  Stmt a{prepare("SELECT c.sampler FROM agent_cpu c JOIN transactions t ON t.agent_id = c.agent_id WHERE t.id = ?")};
+  sqlite3_bind_int64(a, 1, p.tx.id);
+  if (sqlite3_step(a) == SQLITE_ROW) p.cpu_sampler = text_of(a, 0);
+  Stmt c{prepare("SELECT samples, dropped FROM cpu_tx WHERE tx_id = ?")};
+  sqlite3_bind_int64(c, 1, p.tx.id);
+  if (sqlite3_step(c) != SQLITE_ROW) return;
+  p.cpu_samples = sqlite3_column_int64(c, 0);
+  p.cpu_samples_dropped = sqlite3_column_int64(c, 1);
+  auto row = [&](int64_t no) -> Step* {
+    for (auto& s : p.steps)
+      if (s.no == no) return &s;
+    return nullptr;
+  };
+  Stmt r{prepare("SELECT no, samples FROM cpu_rows WHERE tx_id = ?")};
+  sqlite3_bind_int64(r, 1, p.tx.id);
+  while (sqlite3_step(r) == SQLITE_ROW)
+    if (Step* s = row(sqlite3_column_int64(r, 0))) s->cpu_samples = sqlite3_column_int64(r, 1);
+  Stmt h{prepare("SELECT no, function, module, samples FROM cpu_hot WHERE tx_id = ? ORDER BY no, rank")};
+  sqlite3_bind_int64(h, 1, p.tx.id);
+  while (sqlite3_step(h) == SQLITE_ROW)
+    if (Step* s = row(sqlite3_column_int64(h, 0)))
+      s->hot.push_back({text_of(h, 1), text_of(h, 2), sqlite3_column_int64(h, 3)});
+  Stmt k{prepare("SELECT folded, samples FROM cpu_stacks WHERE tx_id = ? ORDER BY samples DESC, rowid")};
+  sqlite3_bind_int64(k, 1, p.tx.id);
+  while (sqlite3_step(k) == SQLITE_ROW) p.cpu_stacks.push_back({text_of(k, 0), sqlite3_column_int64(k, 1)});
 }
 
 int64_t Store::count() {
