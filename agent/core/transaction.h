@@ -16,6 +16,7 @@
 
 #include "recorder.h"
 #include "shared_text.h"
+#include "stack_capture.h"
 
 namespace txray {
 
@@ -47,6 +48,9 @@ struct Step {
   uint64_t fingerprint = 0;
   int32_t status = 0;
   int64_t changes = -1;
+  // The calling thread's stack when the step failed or was slow (stack_capture.h), else null: side
+  // storage, allocated only when a stack is taken.
+  stacks::StackBox stack;
 };
 
 struct StepSummary {

@@ -5,6 +5,7 @@
 
 #include "../core/clock.h"
 #include "pb_writer.h"
+#include "stack_encode.h"
 
 namespace txray {
 namespace {
@@ -37,6 +38,7 @@ void write_step(pb::Writer& w, const Step& s) {
   w.fixed64(15, s.fingerprint);
   w.i32(16, s.status);
   w.i64(17, s.changes);
+  if (s.stack) wire::write_stack(w, 18, s.stack->ip, s.stack->n);
   w.end(m);
 }
 
