@@ -10,7 +10,7 @@ namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window };
+enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, stack, frame };
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -22,6 +22,8 @@ size_t object_bytes(Msg m) {
     case Msg::summary: return sizeof(v1::StepSummary);
     case Msg::attribute: return sizeof(v1::Attribute);
     case Msg::drop_window: return sizeof(v1::DropWindow);
+    case Msg::stack: return sizeof(v1::Stack);
+    case Msg::frame: return sizeof(v1::Frame);
   }
   return 0;
 }
@@ -42,6 +44,10 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
       return false;
     case Msg::step:
       if (field == 11) return *child = Msg::attribute, true;
+      if (field == 18) return *child = Msg::stack, true;
+      return false;
+    case Msg::stack:
+      if (field == 1) return *child = Msg::frame, true;
       return false;
     default: return false;
   }
@@ -54,10 +60,12 @@ uint64_t max_field(Msg m) {
     case Msg::agent: return 10;
     case Msg::drops: return 5;
     case Msg::tx: return 22;
-    case Msg::step: return 17;
+    case Msg::step: return 18;
     case Msg::summary: return 9;
     case Msg::attribute: return 2;
     case Msg::drop_window: return 6;
+    case Msg::stack: return 1;
+    case Msg::frame: return 3;
   }
   return 0;
 }
@@ -207,6 +215,12 @@ std::string validate_transaction(const v1::Transaction& tx, const Limits& l) {
     if (auto e = check_size(s.text(), l.max_text_bytes, "step text"); !e.empty()) return e;
     if (auto e = check_size(s.error(), l.max_text_bytes, "step error"); !e.empty()) return e;
     if (auto e = check_attributes(s.attributes(), l, "step"); !e.empty()) return e;
+    if (s.stack().frames_size() > kMaxStackFrames)
+      return "step " + std::to_string(i) + " has a stack of " + std::to_string(s.stack().frames_size()) + " frames";
+    for (const auto& f : s.stack().frames()) {
+      if (auto e = check_size(f.function(), l.max_name_bytes, "frame function"); !e.empty()) return e;
+      if (auto e = check_size(f.module(), l.max_name_bytes, "frame module"); !e.empty()) return e;
+    }
   }
   for (const auto& m : tx.summary()) {
     if (!known_kind(m.kind())) return "summary has unknown kind " + std::to_string(m.kind());
@@ -281,6 +295,11 @@ uint64_t truncate_fields(v1::Batch& b, const Limits& l, std::string* first) {
       t.cut(s.mutable_text(), l.max_text_bytes, "step text");
       t.cut(s.mutable_error(), l.max_text_bytes, "step error");
       t.attributes(s.mutable_attributes(), "step");
+      if (s.has_stack())
+        for (auto& f : *s.mutable_stack()->mutable_frames()) {
+          t.cut(f.mutable_function(), l.max_name_bytes, "frame function");
+          t.cut(f.mutable_module(), l.max_name_bytes, "frame module");
+        }
     }
     for (auto& m : *tx.mutable_summary()) t.cut(m.mutable_text(), l.max_text_bytes, "summary text");
   }

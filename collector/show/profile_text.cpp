@@ -161,6 +161,11 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
              "[" + no + "][" + clock_time(t.start_unix_ns + s.start_offset_ns) + "][" +
                  pad_left(ms(s.gap_ns), gap_w) + "][" + pad_left(ms(s.cpu_ns), cpu_w) + "] " +
                  std::string(2 * static_cast<size_t>(depth_of(t, s)), ' ') + step_message(s));
+    // The stack of a failed or slow step, under its row at the message's indentation (docs/stacks.md).
+    if (!s.stack.empty()) {
+      std::string pad(no_w + gap_w + cpu_w + 23 + 2 * static_cast<size_t>(depth_of(t, s)), ' ');
+      for (const auto& f : s.stack) add_line(out, indent, pad + "at " + format_frame(f));
+    }
   }
   add_line(out, indent, "TOTAL[" + ms(t.elapsed_ns) + "][" + ms(t.cpu_ns) + "]");
 

@@ -43,6 +43,16 @@ struct Agent {
   int64_t internal_errors = 0;
 };
 
+// One frame of a step's stack (step_frames), printed `function (module+0xoffset)`.
+struct StackFrame {
+  std::string function;  // empty when unknown
+  std::string module;
+  uint64_t offset = 0;
+};
+
+// "function (module+0x1a2b)", or "module+0x1a2b" when the function is unknown.
+std::string format_frame(const StackFrame& f);
+
 struct Step {
   int no = 0;
   int parent = -1;
@@ -64,6 +74,7 @@ struct Step {
   Attributes attributes;
   std::optional<int64_t> callee_tx_id;  // transactions.id of the callee, once linked
   std::optional<uint64_t> callee_txid;  // its txid
+  std::vector<StackFrame> stack;  // innermost first; empty when no stack was taken
 
   const std::string* attribute(const std::string& key) const {
     for (const auto& [k, v] : attributes)

@@ -50,6 +50,10 @@ class Reader {
 
   const Db& db_;
   std::unique_ptr<Stmt> tx_stmt_, steps_stmt_, summary_stmt_, agent_stmt_;
+  // Stacks of the steps (step_frames), into steps (in `no` order).
+  void load_stacks(int64_t tx_id, std::vector<Step>& steps);
+  std::unique_ptr<Stmt> frames_stmt_;
+  int has_frames_ = 0;  // step_frames exists: 0 not checked yet, 1 yes, -1 no (an older store)
 };
 
 }  // namespace txray

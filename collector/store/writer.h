@@ -57,6 +57,7 @@ class Writer {
   Stmt step_insert_;
   Stmt summary_insert_;
   Stmt text_insert_, text_select_;
+  Stmt frame_insert_;    // step_frames: a step's stack
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
   // False while no stored transaction has a caller: then no HTTP_CALL can have a callee yet, and the
