@@ -91,7 +91,7 @@ class Stacks(TxrayTestCase):
         # `txray show` prints it under the row.
         text = show_text(db, "--last", "1")
         lines = text.splitlines()
-        at = next(i for i, line in enumerate(lines) if "no_such_table" in line and "SQL" in line)
+        at = next(i for i, line in enumerate(lines) if "] SQL SELECT * FROM no_such_table" in line)
         self.assertIn(" at ", lines[at + 1])
         self.assertIn("_PyEval_EvalFrameDefault (python3", text)
 
