@@ -92,6 +92,9 @@ Config parse_config(const char* (*get)(const char*)) {
     if (parse_u32(v, 1, 64, &sig)) c.cpu_sample_signal = int(sig);
     else c.problems += std::string("TXRAY_CPU_SAMPLE_SIGNAL='") + v + "' is not a signal number; ";
   }
+  if (const char* v = get("TXRAY_STACKS"); v && *v && !std::strcmp(v, "0")) c.stacks = false;
+  if (const char* v = get("TXRAY_STACK_MS"); v && *v && !parse_u32(v, 0, 86'400'000, &c.stack_ms))
+    c.problems += std::string("TXRAY_STACK_MS='") + v + "' is not a number of ms (using 100); ";
   if (const char* v = get("TXRAY_DEBUG"); v && *v && std::strcmp(v, "0") != 0) c.debug = true;
   for (auto [name, key] : {std::pair{"TXRAY_SERVER_KEY", &c.server_key}, {"TXRAY_CLIENT_SECRET_KEY", &c.client_secret_key},
                            {"TXRAY_CLIENT_PUBLIC_KEY", &c.client_public_key}}) {

@@ -31,6 +31,9 @@ struct Config {
   std::string client_public_key;  // TXRAY_CLIENT_PUBLIC_KEY (optional: derived from the secret key)
   // A key was given but cannot be used: the agent sends nothing rather than sending in clear text.
   bool curve_unusable = false;
+  // Stacks of failed and slow steps (stack_capture.h, docs/stacks.md).
+  bool stacks = true;        // TXRAY_STACKS=0: no stacks at all
+  uint32_t stack_ms = 100;   // TXRAY_STACK_MS: a call step this long (ms) gets a stack; 0: failed steps only
   std::string problems;  // what could not be parsed (printed when debug is on)
 };
 

@@ -1,7 +1,8 @@
 #include "cpu_sampler.h"
 
 #define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include <dlfcn.h>
+#include <libunwind.h>  // types and constants only: the functions come from the dlopen()ed library
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include <new>
 
 #include "config.h"
+#include "stack_capture.h"
 #include "transaction.h"
 
 namespace txray::cpu {
@@ -73,6 +75,27 @@ bool take_timer_slot(timer_t t, size_t* index) {
   return false;
 }
 
+// libunwind's local unwinder, from the copy stack_capture.h loaded RTLD_LOCAL (never linked: see there).
+// The walk starts from the signal's own context (unw_init_local2 with UNW_INIT_SIGNAL_FRAME), so the
+// first address is the interrupted instruction and no frame of the handler or the kernel's trampoline
+// is taken.
+using InitLocal2Fn = int (*)(unw_cursor_t*, unw_context_t*, int);
+using GetRegFn = int (*)(unw_cursor_t*, unw_regnum_t, unw_word_t*);
+using StepFn = int (*)(unw_cursor_t*);
+InitLocal2Fn g_init_local2 = nullptr;
+GetRegFn g_get_reg = nullptr;
+StepFn g_step = nullptr;
+
+bool load_unwinder() {
+  if (!stacks::preload()) return false;
+  void* h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) return false;
+  g_init_local2 = reinterpret_cast<InitLocal2Fn>(dlsym(h, "_ULx86_64_init_local2"));
+  g_get_reg = reinterpret_cast<GetRegFn>(dlsym(h, "_ULx86_64_get_reg"));
+  g_step = reinterpret_cast<StepFn>(dlsym(h, "_ULx86_64_step"));
+  return g_init_local2 && g_get_reg && g_step;
+}
+
 thread_local ThreadBuf* t_buf __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local bool t_never __attribute__((tls_model("initial-exec"))) = false;
 
@@ -124,12 +147,12 @@ void handler(int, siginfo_t* si, void* uc) {
         s.mono_ns = uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
         uint32_t k = 0;
         unw_cursor_t cur;
-        if (unw_init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) == 0) {
+        if (g_init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) == 0) {
           do {
             unw_word_t ip = 0;
-            if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+            if (g_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0) break;
             s.ip[k++] = uintptr_t(ip);
-          } while (k < kMaxFrames && unw_step(&cur) > 0);
+          } while (k < kMaxFrames && g_step(&cur) > 0);
         }
         s.frames = k;
         if (k > 0) b->n.store(i + 1, std::memory_order_release);
@@ -188,6 +211,10 @@ void init(const Config& c) {
     std::snprintf(g_why_off, sizeof g_why_off, "off (TXRAY_CPU_SAMPLES=0)");
     return;
   }
+  if (!load_unwinder()) {
+    std::snprintf(g_why_off, sizeof g_why_off, "off (libunwind.so.8 not found)");
+    return;
+  }
   g_period_ns = uint64_t(c.cpu_sample_ms) * 1'000'000ull;
   g_cap = c.cpu_samples_max ? c.cpu_samples_max : 1;
   g_keep_armed = c.cpu_sample_keep_armed;
@@ -217,9 +244,8 @@ void init(const Config& c) {
   }
   g_key_ok = pthread_key_create(&g_key, on_thread_exit) == 0;
   // Warm libunwind up here, not in the first signal handler (it sets up its address space lazily).
-  unw_context_t ctx;
-  unw_cursor_t cur;
-  if (unw_getcontext(&ctx) == 0 && unw_init_local(&cur, &ctx) == 0) unw_step(&cur);
+  uintptr_t warm[4];
+  stacks::capture(warm, 4, false);
   g_signal.store(sig, std::memory_order_release);
 }
 

@@ -17,6 +17,7 @@
 #include "cpu_sampler.h"
 #include "recorder.h"
 #include "shared_text.h"
+#include "stack_capture.h"
 
 namespace txray {
 
@@ -48,6 +49,9 @@ struct Step {
   uint64_t fingerprint = 0;
   int32_t status = 0;
   int64_t changes = -1;
+  // The calling thread's stack when the step failed or was slow (stack_capture.h), else null: side
+  // storage, allocated only when a stack is taken.
+  stacks::StackBox stack;
 };
 
 struct StepSummary {

@@ -37,10 +37,14 @@ void build_profile(Transaction& t, Resolver resolve, void* ctx) {
     return;
   }
   // Each address once per transaction (the resolver caches per module; this saves the lookups).
+  // Key: the address, with bit 0 set for return addresses (code addresses of two kinds never collide in
+  // practice, and a wrong hit would only name a neighbour instruction's function).
   std::unordered_map<uintptr_t, Symbol> syms;
-  auto sym = [&](uintptr_t ip) -> const Symbol& {
-    auto it = syms.find(ip);
-    if (it == syms.end()) it = syms.emplace(ip, resolve(ip, ctx)).first;
+  auto sym_at = [&](const RawSample& s, uint32_t i) -> const Symbol& {
+    bool ret = i != 0;
+    uintptr_t key = s.ip[i] ^ (ret ? uintptr_t(1) << 63 : 0);
+    auto it = syms.find(key);
+    if (it == syms.end()) it = syms.emplace(key, resolve(s.ip[i], ret, ctx)).first;
     return it->second;
   };
   // row index -> (function, module) -> samples
@@ -55,10 +59,10 @@ void build_profile(Transaction& t, Resolver resolve, void* ctx) {
     // ip[0] is the interrupted instruction; the others are return addresses: look up the call.
     const Symbol* hot = nullptr;
     for (uint32_t i = 0; i < s.frames && !hot; ++i) {
-      const Symbol& x = sym(i == 0 ? s.ip[0] : s.ip[i] - 1);
+      const Symbol& x = sym_at(s, i);
       if (!x.function.empty()) hot = &x;
     }
-    if (!hot) hot = &sym(s.ip[0]);
+    if (!hot) hot = &sym_at(s, 0);
     auto [slot, fresh] = row_slot.emplace(row, per_row.size());
     if (fresh) per_row.emplace_back(row, std::unordered_map<std::string, HotFunction>{});
     auto& fns = per_row[slot->second].second;
@@ -72,7 +76,7 @@ void build_profile(Transaction& t, Resolver resolve, void* ctx) {
     line.clear();
     for (uint32_t i = s.frames; i-- > 0;) {
       if (!line.empty()) line += ';';
-      line += frame_name(sym(i == 0 ? s.ip[0] : s.ip[i] - 1));
+      line += frame_name(sym_at(s, i));
     }
     ++folded[line];
   }

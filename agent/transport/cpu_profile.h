@@ -26,8 +26,8 @@ struct Symbol {
   std::string module;    // file name, empty when no module maps it
 };
 
-// Resolves one code address (already moved back into the call instruction for return addresses).
-using Resolver = Symbol (*)(uintptr_t ip, void* ctx);
+// Resolves one code address; `return_address`: ip is where a call returns to (look up ip - 1).
+using Resolver = Symbol (*)(uintptr_t ip, bool return_address, void* ctx);
 
 // Fills t->cpu_profile from t->cpu_samples (which it clears).
 void build_profile(Transaction& t, Resolver resolve, void* ctx);

@@ -6,6 +6,7 @@
 #include "../core/clock.h"
 #include "../core/cpu_sampler.h"
 #include "pb_writer.h"
+#include "stack_encode.h"
 
 namespace txray {
 namespace {
@@ -51,6 +52,7 @@ void write_step(pb::Writer& w, const Step& s, const cpu::RowHot* hot) {
   w.i32(16, s.status);
   w.i64(17, s.changes);
   if (hot) write_row_hot(w, *hot);
+  if (s.stack) wire::write_stack(w, 18, s.stack->ip, s.stack->n);
   w.end(m);
 }
 

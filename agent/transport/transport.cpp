@@ -1,6 +1,5 @@
 #include "transport.h"
 
-#include <dlfcn.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +22,7 @@
 #include "../core/unattributed.h"
 #include "../hooks/hook.h"
 #include "cpu_profile.h"
+#include "stack_encode.h"
 #include "drop_windows.h"
 #include "encode.h"
 #include "mpsc_queue.h"
@@ -78,16 +78,10 @@ void futex_wake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-// TEMPORARY until the stacks symbolizer is merged: dladdr (exported symbols only).
-cpu::Symbol resolve_symbol(uintptr_t ip, void*) {
-  cpu::Symbol s;
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fname) {
-    const char* slash = std::strrchr(info.dli_fname, '/');
-    s.module = slash ? slash + 1 : info.dli_fname;
-    if (info.dli_sname) s.function = info.dli_sname;
-  }
-  return s;
+// CPU samples are symbolized with the agent's one symbolizer (stack_encode.h), as stacks are.
+cpu::Symbol resolve_symbol(uintptr_t ip, bool return_address, void*) {
+  sym::Frame f = wire::symbolize(ip, return_address);
+  return {std::move(f.function), f.module == "?" ? std::string() : std::move(f.module)};
 }
 
 // The counters only grow, so their sum changes exactly when one of them does.

@@ -10,7 +10,7 @@ namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, hot_function, cpu_stack };
+enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, stack, frame, hot_function, cpu_stack };
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -24,6 +24,8 @@ size_t object_bytes(Msg m) {
     case Msg::drop_window: return sizeof(v1::DropWindow);
     case Msg::hot_function: return sizeof(v1::HotFunction);
     case Msg::cpu_stack: return sizeof(v1::CpuStack);
+    case Msg::stack: return sizeof(v1::Stack);
+    case Msg::frame: return sizeof(v1::Frame);
   }
   return 0;
 }
@@ -46,6 +48,10 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
     case Msg::step:
       if (field == 11) return *child = Msg::attribute, true;
       if (field == 19) return *child = Msg::hot_function, true;
+      if (field == 18) return *child = Msg::stack, true;
+      return false;
+    case Msg::stack:
+      if (field == 1) return *child = Msg::frame, true;
       return false;
     default: return false;
   }
@@ -64,6 +70,8 @@ uint64_t max_field(Msg m) {
     case Msg::drop_window: return 6;
     case Msg::hot_function: return 3;
     case Msg::cpu_stack: return 2;
+    case Msg::stack: return 1;
+    case Msg::frame: return 3;
   }
   return 0;
 }
@@ -223,6 +231,12 @@ std::string validate_transaction(const v1::Transaction& tx, const Limits& l) {
       if (auto e = check_size(h.function(), l.max_name_bytes, "hot function"); !e.empty()) return e;
       if (auto e = check_size(h.module(), l.max_name_bytes, "hot function module"); !e.empty()) return e;
     }
+    if (s.stack().frames_size() > kMaxStackFrames)
+      return "step " + std::to_string(i) + " has a stack of " + std::to_string(s.stack().frames_size()) + " frames";
+    for (const auto& f : s.stack().frames()) {
+      if (auto e = check_size(f.function(), l.max_name_bytes, "frame function"); !e.empty()) return e;
+      if (auto e = check_size(f.module(), l.max_name_bytes, "frame module"); !e.empty()) return e;
+    }
   }
   if (static_cast<size_t>(tx.cpu_stacks_size()) > kMaxCpuStacks)
     return "transaction has " + std::to_string(tx.cpu_stacks_size()) + " CPU stacks";
@@ -307,6 +321,11 @@ uint64_t truncate_fields(v1::Batch& b, const Limits& l, std::string* first) {
         t.cut(h.mutable_function(), l.max_name_bytes, "hot function");
         t.cut(h.mutable_module(), l.max_name_bytes, "hot function module");
       }
+      if (s.has_stack())
+        for (auto& f : *s.mutable_stack()->mutable_frames()) {
+          t.cut(f.mutable_function(), l.max_name_bytes, "frame function");
+          t.cut(f.mutable_module(), l.max_name_bytes, "frame module");
+        }
     }
     for (auto& c : *tx.mutable_cpu_stacks()) t.cut(c.mutable_folded(), l.max_text_bytes, "CPU stack");
     for (auto& m : *tx.mutable_summary()) t.cut(m.mutable_text(), l.max_text_bytes, "summary text");

@@ -15,6 +15,8 @@ namespace txray::ingest {
 // hold. docs/wire-format.md lists them with what happens past each.
 // Drop windows per batch (an agent sends a few: DropWindows::kMaxClosed closed ones and its open ones).
 inline constexpr int kMaxDropWindows = 256;
+// Frames of one step's stack (an agent sends at most 32): more makes the batch invalid.
+inline constexpr int kMaxStackFrames = 256;
 
 struct Limits {
   size_t max_message_bytes = 64u << 20;  // larger messages are rejected unparsed (oversize)

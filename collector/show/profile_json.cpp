@@ -40,6 +40,12 @@ nlohmann::ordered_json step_json(const Step& s) {
     for (const auto& h : s.hot) hot.push_back({{"function", h.function}, {"module", h.module}, {"samples", h.samples}});
     j["hot"] = std::move(hot);
   }
+  if (!s.stack.empty()) {  // a failed or slow step's stack, innermost first (docs/stacks.md)
+    nlohmann::ordered_json frames = nlohmann::ordered_json::array();
+    for (const auto& f : s.stack)
+      frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+    j["stack"] = std::move(frames);
+  }
   if (s.kind == "HTTP_CALL") {
     j["url"] = s.text;
     if (s.id) j["span_id"] = hex16(*s.id);

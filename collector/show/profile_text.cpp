@@ -170,8 +170,13 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
                  std::string(2 * static_cast<size_t>(depth_of(t, s)), ' ') + step_message(s));
     if (std::string hot = hot_line(s.hot, s.cpu_samples); !hot.empty())
       add_line(out, indent,
-               std::string(no_w + gap_w + cpu_w + 21 + 2 * static_cast<size_t>(depth_of(t, s)), ' ') + "hot: " +
+               std::string(no_w + gap_w + cpu_w + 23 + 2 * static_cast<size_t>(depth_of(t, s)), ' ') + "hot: " +
                    hot + "  (" + thousands(s.cpu_samples) + " samples)");
+    // The stack of a failed or slow step, under its row at the message's indentation (docs/stacks.md).
+    if (!s.stack.empty()) {
+      std::string pad(no_w + gap_w + cpu_w + 23 + 2 * static_cast<size_t>(depth_of(t, s)), ' ');
+      for (const auto& f : s.stack) add_line(out, indent, pad + "at " + format_frame(f));
+    }
   }
   add_line(out, indent, "TOTAL[" + ms(t.elapsed_ns) + "][" + ms(t.cpu_ns) + "]");
 

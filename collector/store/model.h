@@ -55,6 +55,15 @@ struct CpuStack {
   std::string folded;
   int64_t samples = 0;
 };
+// One frame of a step's stack (step_frames), printed `function (module+0xoffset)`.
+struct StackFrame {
+  std::string function;  // empty when unknown
+  std::string module;
+  uint64_t offset = 0;
+};
+
+// "function (module+0x1a2b)", or "module+0x1a2b" when the function is unknown.
+std::string format_frame(const StackFrame& f);
 
 struct Step {
   int no = 0;
@@ -79,6 +88,7 @@ struct Step {
   std::optional<uint64_t> callee_txid;  // its txid
   int64_t cpu_samples = 0;              // CPU samples in the row's GAP (cpu_rows)
   std::vector<HotFunction> hot;         // its hottest functions, most samples first (cpu_hot)
+  std::vector<StackFrame> stack;  // innermost first; empty when no stack was taken
 
   const std::string* attribute(const std::string& key) const {
     for (const auto& [k, v] : attributes)

@@ -1,6 +1,7 @@
 #include "reader.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "attributes_json.h"
 #include "ids.h"
@@ -132,6 +133,35 @@ std::vector<int64_t> Reader::unattributed_containers(const std::string& app) {
   return out;
 }
 
+void Reader::load_stacks(int64_t tx_id, std::vector<Step>& steps) {
+  if (!has_frames_) {
+    Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='step_frames'");
+    has.step();
+    has_frames_ = has.i64(0) != 0 ? 1 : -1;
+  }
+  if (has_frames_ < 0) return;  // a store written before stacks
+  Stmt& f = cached(frames_stmt_,
+                   "SELECT step_no, function, module, offset FROM step_frames WHERE tx_id = ?1"
+                   " ORDER BY step_no, depth");
+  ResetOnExit done{f};
+  f.bind(1, tx_id);
+  size_t at = 0;  // steps are in `no` order, and so are the frames
+  while (f.step()) {
+    int no = static_cast<int>(f.i64(0));
+    while (at < steps.size() && steps[at].no < no) ++at;
+    if (at == steps.size()) break;
+    if (steps[at].no != no) continue;
+    steps[at].stack.push_back(StackFrame{f.text(1), f.text(2), to_unsigned(f.i64(3))});
+  }
+}
+
+std::string format_frame(const StackFrame& f) {
+  char off[32];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+  if (f.function.empty()) return f.module + off;
+  return f.function + " (" + f.module + off + ")";
+}
+
 std::vector<DropWindowRow> Reader::drop_windows(const std::string& app) {
   Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='drop_windows'");
   has.step();
@@ -257,6 +287,8 @@ std::optional<Transaction> Reader::load(int64_t id) {
     p.callee_txid = opt_u64(st, k++);
     t.steps.push_back(std::move(p));
   }
+
+  load_stacks(id, t.steps);
 
   Stmt& sm = cached(summary_stmt_,
           "SELECT m.kind, m.fingerprint, x.text, m.count, m.elapsed_ns, m.rows, m.errors, m.bytes_read,"

@@ -55,6 +55,10 @@ class Reader {
   std::unique_ptr<Stmt> tx_stmt_, steps_stmt_, summary_stmt_, agent_stmt_;
   std::unique_ptr<Stmt> cpu_tx_stmt_, cpu_rows_stmt_, cpu_hot_stmt_, cpu_stacks_stmt_, agent_cpu_stmt_;
   int has_cpu_ = -1;  // -1: not checked yet
+  // Stacks of the steps (step_frames), into steps (in `no` order).
+  void load_stacks(int64_t tx_id, std::vector<Step>& steps);
+  std::unique_ptr<Stmt> frames_stmt_;
+  int has_frames_ = 0;  // step_frames exists: 0 not checked yet, 1 yes, -1 no (an older store)
 };
 
 }  // namespace txray

@@ -103,6 +103,19 @@ CREATE TABLE IF NOT EXISTS steps(
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS steps_call_ref ON steps(ref_id) WHERE kind = 'HTTP_CALL';
 
+-- The stack of a step that failed or was slow (Step.stack in the wire format, docs/stacks.md): one row per
+-- frame, innermost first (depth 0 = the code that made the call), symbolized by the agent. Added within
+-- schema version 1, as drop_windows: readers of a store without it see no stacks.
+CREATE TABLE IF NOT EXISTS step_frames(
+  tx_id    INTEGER NOT NULL,   -- transactions.id
+  step_no  INTEGER NOT NULL,   -- steps.no
+  depth    INTEGER NOT NULL,   -- 0 = innermost
+  function TEXT,               -- demangled; NULL when unknown (stripped, JIT code)
+  module   TEXT NOT NULL,      -- basename of the ELF file, "[vdso]", "?" when unmapped
+  offset   INTEGER NOT NULL,   -- address in the module's own numbering (addr2line -e FILE 0xoffset)
+  PRIMARY KEY(tx_id, step_no, depth)
+) WITHOUT ROWID;
+
 -- Steps folded past the per-transaction step limit (StepSummary in the wire format).
 CREATE TABLE IF NOT EXISTS step_summaries(
   tx_id         INTEGER NOT NULL,

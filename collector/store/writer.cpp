@@ -93,6 +93,9 @@ Writer::Writer(Db& db)
                       " errors, bytes_read, bytes_written) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"),
       text_insert_(db, "INSERT INTO texts(hash, text) VALUES(?1, ?2) ON CONFLICT(hash) DO NOTHING"),
       text_select_(db, "SELECT id FROM texts WHERE hash = ?1"),
+      frame_insert_(db,
+                    "INSERT INTO step_frames(tx_id, step_no, depth, function, module, offset)"
+                    " VALUES(?1,?2,?3,?4,?5,?6)"),
       link_callee_(db,
                    "UPDATE steps SET callee_tx_id = ?1"
                    " WHERE kind = 'HTTP_CALL' AND ref_id = ?2 AND callee_tx_id IS NULL"),
@@ -335,6 +338,14 @@ void Writer::insert_step(int64_t tx_row, int no, const v1::Step& st, WriteCounts
   }
   s.run();
   ++counts.steps;
+  for (int d = 0; d < st.stack().frames_size(); ++d) {
+    const auto& f = st.stack().frames(d);
+    frame_insert_.bind(1, tx_row).bind(2, no).bind(3, d);
+    frame_insert_.bind_text_or_null(4, f.function());
+    frame_insert_.bind_static(5, f.module().empty() ? std::string_view("?") : std::string_view(f.module()));
+    frame_insert_.bind(6, f.offset());
+    frame_insert_.run();
+  }
 }
 
 void Writer::insert_summary(int64_t tx_row, const v1::StepSummary& sm) {

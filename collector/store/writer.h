@@ -59,6 +59,7 @@ class Writer {
   Stmt step_insert_;
   Stmt summary_insert_;
   Stmt text_insert_, text_select_;
+  Stmt frame_insert_;    // step_frames: a step's stack
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
   Stmt agent_cpu_upsert_, cpu_rows_insert_, cpu_hot_insert_, cpu_stacks_insert_, cpu_tx_insert_;

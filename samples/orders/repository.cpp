@@ -1,5 +1,7 @@
 #include "repository.h"
 
+#include "repository_pg.h"
+
 #include <sqlite3.h>
 
 #include <memory>
@@ -95,6 +97,15 @@ Response Repository::execute(const Request& req) const {
     return r;
   }
   try {
+    if (!pg_.empty()) {
+      if (!pooled_) {
+        PgConnection fresh(pg_);
+        return fresh.run(req);
+      }
+      thread_local std::unique_ptr<PgConnection> pg_conn;
+      if (!pg_conn) pg_conn = std::make_unique<PgConnection>(pg_);
+      return pg_conn->run(req);
+    }
     if (!pooled_) {
       Connection fresh(path_);
       return fresh.run(req);

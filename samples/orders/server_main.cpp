@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dataset.h"
+#include "repository_pg.h"
 #include "server.h"
 #include "service.h"
 
@@ -17,16 +18,23 @@ using namespace txray::samples::orders;
 int main(int argc, char** argv) {
   CLI::App app{"txray-orders: GetOrderStatus / GetCustomers over raw TCP and HTTP"};
   std::string db = "orders.db", tcp = "127.0.0.1:0", http = "127.0.0.1:0";
+  std::string pg;
   bool no_pool = false;
   app.add_option("--db", db, "database file (generated when missing)")->capture_default_str();
   app.add_option("--tcp", tcp, "host:port of the raw-TCP binary channel")->capture_default_str();
   app.add_option("--http", http, "host:port of the HTTP channels (/bin, /json, /soap)")->capture_default_str();
+  app.add_option("--pg", pg, "PostgreSQL connection string: serve from PostgreSQL instead of the SQLite file "
+                 "(the tables are loaded on first start)");
   app.add_flag("--no-pool", no_pool, "open a new database connection for every request");
   CLI11_PARSE(app, argc, argv);
 
   int tcp_fd, http_fd;
   try {
-    if (ensure_database(db)) std::printf("txray-orders: generated %s\n", db.c_str());
+    if (!pg.empty()) {
+      if (ensure_pg_database(pg)) std::printf("txray-orders: loaded the tables into PostgreSQL\n");
+    } else if (ensure_database(db)) {
+      std::printf("txray-orders: generated %s\n", db.c_str());
+    }
     std::string h;
     uint16_t p;
     parse_host_port(tcp, h, p);
@@ -37,7 +45,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "txray-orders: %s\n", e.what());
     return 1;
   }
-  Repository repo(db, !no_pool);
+  Repository repo(db, !no_pool, pg);
   HttpServer server(http_fd, [&repo](const HttpRequest& req, HttpResponse& resp) { handle_http(repo, req, resp); });
   announce("txray-orders", "tcp", local_port(tcp_fd));
   announce("txray-orders", "http", local_port(http_fd));

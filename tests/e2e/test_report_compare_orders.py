@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "samples"))
 
 from sampletools import BIN, Server, orders_bench, orders_db  # noqa: E402
 from txraytest import TXRAY, Collector, TxrayTestCase, agent_env, wait_transactions  # noqa: E402
+from pgserver import PgServer  # noqa: E402
 
 
 def compare(db, *args):
@@ -31,12 +32,12 @@ def describe(c):
 
 
 class OrdersCompareTest(TxrayTestCase):
-    def run_server(self, c, app, *extra, channels=None, methods=("GetCustomers50",)):
+    def run_server(self, c, app, *extra, channels=None, methods=("GetCustomers50",), seconds=0.4):
         server = Server([os.path.join(BIN, "txray-orders"), "--db", orders_db(), *extra], channels=("tcp", "http"),
                         env=agent_env(c.endpoint, app=app))
         try:
             rows = orders_bench(tcp=server.addr("tcp"), http=server.addr("http"), channels=channels,
-                                methods=list(methods), clients=1, seconds=0.4, rounds=2)
+                                methods=list(methods), clients=1, seconds=seconds, rounds=2)
         finally:
             self.assertEqual(server.stop(), 0)
         for key, row in rows.items():
@@ -84,6 +85,34 @@ class OrdersCompareTest(TxrayTestCase):
         # the pooled service connects once per serving thread, the unpooled one on every request
         self.assertLess(connect[0]["baseline_ms"] * 5, connect[0]["current_ms"], describe(cmp))
         self.assertEqual((cmp["appeared"]["sql"], cmp["appeared"]["calls"]), ([], []))  # the same statements
+
+    def test_pooling_on_postgresql(self):
+        """The reference case's pool finding: the service on a real PostgreSQL server, one connection per
+        serving thread (pooled) against a new connection per request (--no-pool). Each new connection is a
+        TCP connect, the startup packet, authentication and a backend process the server forks: the
+        DB_CONNECT rows. The comparison must put the connection steps first and give them most of the
+        difference in means."""
+        with PgServer() as pg, Collector(self.tmp) as c:
+            dsn = f"host=127.0.0.1 port={pg.port} user={pg.user} dbname={pg.database}"
+            n = self.run_server(c, "orders-pg-pooled", "--pg", dsn, channels=["http-binary"],
+                                methods=("GetOrderStatus",), seconds=0.5)
+            n += self.run_server(c, "orders-pg-nopool", "--pg", dsn, "--no-pool", channels=["http-binary"],
+                                 methods=("GetOrderStatus",), seconds=0.5)
+            wait_transactions(c.db, n)
+
+        cmp, total = compare(c.db, "--app", "orders-pg-nopool", "--baseline-app", "orders-pg-pooled")
+        self.assertGreater(cmp["baseline"]["transactions"], 10, describe(cmp))
+        self.assertGreater(cmp["current"]["transactions"], 10, describe(cmp))
+        self.assertAlmostEqual(total, cmp["difference_ms"], places=6)
+        self.assertGreater(cmp["difference_ms"], 0, describe(cmp))
+        print(describe(cmp)) if os.environ.get("TXRAY_TEST_VERBOSE") else None
+        top = cmp["parts"][0]
+        self.assertEqual((top["part"], top["key"]), ("waiting", "DB_CONNECT"), describe(cmp))
+        self.assertGreater(top["contribution_ms"], 0.5 * cmp["difference_ms"], describe(cmp))
+        # pooled: one connection per serving thread; unpooled: one per request
+        self.assertLess(top["baseline_ms"] * 5, top["current_ms"], describe(cmp))
+        self.assertEqual((cmp["appeared"]["sql"], cmp["appeared"]["calls"]), ([], []))  # the same statements
+
 
 if __name__ == "__main__":
     import unittest
