@@ -62,12 +62,12 @@ char g_why_off[96] = "not started";
 // Every thread's timer, so that all of them can be stopped at once when the program takes the signal
 // (host_takes_signal). A thread that finds no free slot does not sample.
 constexpr size_t kTimerSlots = 4096;
-std::atomic<uintptr_t> g_timers[kTimerSlots];
+std::atomic<uintptr_t> g_timers[kTimerSlots];  // timer id + 1 (ids start at 0); 0 = free
 bool take_timer_slot(timer_t t, size_t* index) {
   for (size_t i = 0; i < kTimerSlots; ++i) {
     uintptr_t zero = 0;
     if (g_timers[i].load(std::memory_order_relaxed) == 0 &&
-        g_timers[i].compare_exchange_strong(zero, reinterpret_cast<uintptr_t>(t) | 1, std::memory_order_acq_rel)) {
+        g_timers[i].compare_exchange_strong(zero, reinterpret_cast<uintptr_t>(t) + 1, std::memory_order_acq_rel)) {
       *index = i;
       return true;
     }
@@ -334,7 +334,7 @@ void host_takes_signal() {
   // Every timer stopped before the program's handler is in place: none of our signals should reach it.
   itimerspec zero{};
   for (auto& slot : g_timers)
-    if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v & ~uintptr_t(1)), 0, &zero, nullptr);
+    if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v - 1), 0, &zero, nullptr);
 }
 
 void after_fork_child() {

@@ -81,6 +81,8 @@ void futex_wake(std::atomic<uint32_t>* word) {
 // CPU samples are symbolized with the agent's one symbolizer (stack_encode.h), as stacks are.
 cpu::Symbol resolve_symbol(uintptr_t ip, bool return_address, void*) {
   sym::Frame f = wire::symbolize(ip, return_address);
+  // "clock_gettime@@GLIBC_2.17" (a versioned .symtab name) -> "clock_gettime": one name per function.
+  if (size_t at = f.function.find('@'); at != std::string::npos && at > 0) f.function.resize(at);
   return {std::move(f.function), f.module == "?" ? std::string() : std::move(f.module)};
 }
 

@@ -101,8 +101,13 @@ class CpuSamplesTest(TxrayTestCase):
             check_sums(self, tx)
             row = big_cpu_row(tx)
             self.assertGreaterEqual(row.get("cpu_samples", 0), 5, row)
+            # The burn loop reads the thread CPU clock (a system call) every 2,000 iterations, and a signal
+            # is delivered on the way out of the kernel: many samples land in clock_gettime, called by the
+            # burn function. The row names the burn function, and nearly every stack runs through it.
             burn = sum(h["samples"] for h in row["hot"] if "burn_cpu_us" in h["function"])
-            self.assertGreaterEqual(burn / row["cpu_samples"], 0.5, row["hot"])
+            self.assertGreaterEqual(burn / row["cpu_samples"], 0.25, row["hot"])
+            under = sum(st["samples"] for st in tx["cpu_stacks"] if "burn_cpu_us" in st["folded"])
+            self.assertGreaterEqual(under / tx["cpu_samples"], 0.8, tx["cpu_stacks"][:4])
             self.assertTrue(all(h["module"] == "txray-burner" for h in row["hot"] if "burn_cpu_us" in h["function"]))
 
     def test_off(self):
@@ -147,7 +152,7 @@ class CpuSamplesTest(TxrayTestCase):
     def test_program_that_takes_the_samplers_signal(self):
         n = 40
         # The sampler's signal: the agent says which one it uses.
-        probe = self.run_subject("cpu-probe", "sigprof", "2", "1000")[2]
+        probe = self.run_subject("cpu-probe", "sigprof", "2", "20000")[2]
         sig = int(probe[0]["cpu_sampler"].split()[1].rstrip(","))
         bare, traced, txs = self.run_subject("cpu-take", "take", str(n), "5000", str(sig))
         self.assertIn(f"own signal {sig} received: 1, from elsewhere: 0", traced.stdout)
