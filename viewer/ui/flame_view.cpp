@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <QToolTip>
 
+#include <algorithm>
 #include <functional>
 
 namespace txray::viewer {
@@ -23,10 +24,16 @@ void FlameView::setStacks(const std::vector<CpuStack>& stacks) {
 
 QSize FlameView::sizeHint() const { return {600, kRowHeight * 12}; }
 
+int FlameView::rowHeight() const {
+  // Every level fits: rows shrink (down to 4 px, no text under 11) when the stacks are deep.
+  return std::max(4, std::min(kRowHeight, (height() - 2) / (max_depth_ + 1)));
+}
+
 QRectF FlameView::rectOf(const FlameBox& b) const {
   const double w = width() - 2;
-  const double y = height() - 1 - (b.depth + 1) * kRowHeight;
-  return {1 + b.x0 * w, y, (b.x1 - b.x0) * w, double(kRowHeight - 1)};
+  const int rh = rowHeight();
+  const double y = height() - 1 - (b.depth + 1) * rh;
+  return {1 + b.x0 * w, y, (b.x1 - b.x0) * w, double(rh - 1)};
 }
 
 const FlameBox* FlameView::boxAt(QPoint p) const {
@@ -53,7 +60,7 @@ void FlameView::paintEvent(QPaintEvent*) {
     QColor c = QColor::fromHsv(int(8 + h % 42), unnamed ? 60 : int(140 + (h >> 8) % 80), int(225 + (h >> 16) % 30));
     if (b.depth == 0) c = QColor(200, 200, 200);
     painter.fillRect(r, c);
-    if (r.width() > 24) {
+    if (r.width() > 24 && rowHeight() >= 11) {
       painter.setPen(Qt::black);
       QString text = fm.elidedText(QString::fromStdString(b.name), Qt::ElideRight, int(r.width()) - 4);
       painter.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, text);

@@ -25,6 +25,7 @@ class FlameView : public QWidget {
 
  private:
   QRectF rectOf(const FlameBox& b) const;
+  int rowHeight() const;
   std::vector<FlameBox> boxes_;
   int max_depth_ = 0;
   static constexpr int kRowHeight = 17;

@@ -82,15 +82,15 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   flame_col->addWidget(flame_, 1);
   auto* cpu_row = new QHBoxLayout(cpu_box_);
   cpu_row->setContentsMargins(0, 0, 0, 0);
-  cpu_row->addLayout(hot_col, 2);
-  cpu_row->addLayout(flame_col, 3);
+  cpu_row->addLayout(hot_col, 1);
+  cpu_row->addLayout(flame_col, 2);
   cpu_box_->setVisible(false);
 
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(view_);
   split->addWidget(cpu_box_);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
