@@ -2,8 +2,8 @@
 and attributes every sample to the row whose GAP it falls in.
 
 - the relay sample without its own marks (--no-marks): the transaction's big CPU row names zlib's deflate
-  functions for at least half of its samples, in `show --json` (per row: function, module, samples) and
-  as a "hot:" line under the row in `txray show`;
+  functions for at least half of its samples, in `show --json` (per row: function, module, samples), as
+  a "hot:" line under the row in `txray show`, and in the report's slowest transactions;
 - the burner sample: the row after the back-end read (the burn) names the burn function;
 - TXRAY_CPU_SAMPLES=0: no samples, and the agent says the sampler is off;
 - programs with signals of their own (tests/reliability/subjects/cpu_signals.c), sampled every 1 ms of
@@ -11,6 +11,7 @@ and attributes every sample to the row whose GAP it falls in.
   its SIGPROF, never sees EINTR, prints what it prints bare; one that takes the sampler's signal for
   itself mid-run gets none of the sampler's signals, only its own."""
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
 
 from reltools import subject  # noqa: E402
 from sampletools import BIN, Server, http_get  # noqa: E402
-from txraytest import (Collector, TxrayTestCase, agent_env, bare_env, check_sums, show_json, show_text,  # noqa: E402
+from txraytest import (TXRAY, Collector, TxrayTestCase, agent_env, bare_env, check_sums, show_json, show_text,  # noqa: E402
                        wait_transactions)
 
 ZLIB_DEFLATE = ("deflate", "longest_match", "fill_window", "compress_block", "send_tree", "build_tree",
@@ -75,6 +76,10 @@ class CpuSamplesTest(TxrayTestCase):
                              tx["cpu_samples"] + tx["cpu_samples_dropped"])
             self.assertTrue(any("gzip_compress" in st["folded"] and "deflate" in st["folded"]
                                 for st in tx["cpu_stacks"]), tx["cpu_stacks"][:3])
+        # The report's slowest transactions name their hottest functions.
+        report = json.loads(subprocess.run([TXRAY, "report", "--db", c.db, "--format", "json"], check=True,
+                                           capture_output=True, text=True).stdout)
+        self.assertTrue(report["slowest"][0]["hot"].startswith("deflate (libz.so.1)"), report["slowest"][0])
         text_out = show_text(c.db, "--app", "relay-nomarks", "--last", "1")
         self.assertIn("hot: deflate", text_out)
         self.assertIn("(libz.so.1)", text_out)
