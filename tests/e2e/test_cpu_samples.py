@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "samples"))
@@ -27,6 +28,17 @@ from txraytest import (TXRAY, Collector, TxrayTestCase, agent_env, bare_env, che
 
 ZLIB_DEFLATE = ("deflate", "longest_match", "fill_window", "compress_block", "send_tree", "build_tree",
                 "_tr_", "crc32")
+
+
+def named(db, app, name, n, timeout=30.0):
+    """The transactions of `app` called `name` (a sample server's readiness probes are others), once n
+    are stored."""
+    deadline = time.monotonic() + timeout
+    while True:
+        txs = [t for t in show_json(db, "--app", app, "--last", "50") if t["name"] == name]
+        if len(txs) >= n or time.monotonic() > deadline:
+            return txs
+        time.sleep(0.2)
 
 
 def big_cpu_row(tx):
@@ -55,7 +67,7 @@ class CpuSamplesTest(TxrayTestCase):
             finally:
                 self.assertEqual(backend.stop(), 0)
             wait_transactions(c.db, 3)
-        txs = show_json(c.db, "--app", "relay-nomarks", "--last", "3")
+        txs = named(c.db, "relay-nomarks", "GET /page", 3)
         self.assertEqual(len(txs), 3)
         self.assertTrue(all(t["cpu_sampler"].startswith("signal ") for t in txs), txs[0].get("cpu_sampler"))
         shares = []
@@ -102,7 +114,9 @@ class CpuSamplesTest(TxrayTestCase):
             finally:
                 self.assertEqual(backend.stop(), 0)
             wait_transactions(c.db, 3)
-        for tx in show_json(c.db, "--app", "burner-cpu", "--last", "3"):
+        txs = named(c.db, "burner-cpu", "GET /x", 3)
+        self.assertEqual(len(txs), 3)
+        for tx in txs:
             check_sums(self, tx)
             row = big_cpu_row(tx)
             self.assertGreaterEqual(row.get("cpu_samples", 0), 5, row)
