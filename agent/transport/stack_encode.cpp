@@ -1,5 +1,7 @@
 #include "stack_encode.h"
 
+#include <time.h>
+
 #include <mutex>
 
 namespace txray::wire {
@@ -33,6 +35,21 @@ void write_stack(pb::Writer& w, int field, const uintptr_t* ips, uint32_t n) {
 sym::Frame symbolize(uintptr_t ip, bool return_address) {
   std::lock_guard<std::mutex> lock(g_mu);
   return symbolizer().resolve(ip, return_address);
+}
+
+bool try_symbolize(uintptr_t ip, bool return_address, sym::Frame* out) {
+  // A forked child may have copied this lock held by the parent's agent thread: nobody would ever release
+  // it there. Waiting a bounded time and giving up (the frame stays unnamed) never hangs the child's exit.
+  for (int i = 0; i < 50; ++i) {
+    if (g_mu.try_lock()) {
+      std::lock_guard<std::mutex> lock(g_mu, std::adopt_lock);
+      *out = symbolizer().resolve(ip, return_address);
+      return true;
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+  return false;
 }
 
 }  // namespace txray::wire

@@ -20,4 +20,8 @@ void write_stack(pb::Writer& w, int field, const uintptr_t* ips, uint32_t n);
 // Symbolizes one address with the agent's symbolizer (serialized like write_stack).
 sym::Frame symbolize(uintptr_t ip, bool return_address = true);
 
+// The same, waiting at most ~50 ms for the lock (a forked child can hold a copy locked by the parent's
+// agent thread forever): false, and *out untouched, when it could not be had. For CPU samples.
+bool try_symbolize(uintptr_t ip, bool return_address, sym::Frame* out);
+
 }  // namespace txray::wire

@@ -79,8 +79,15 @@ void futex_wake(std::atomic<uint32_t>* word) {
 }
 
 // CPU samples are symbolized with the agent's one symbolizer (stack_encode.h), as stacks are.
-cpu::Symbol resolve_symbol(uintptr_t ip, bool return_address, void*) {
-  sym::Frame f = wire::symbolize(ip, return_address);
+// A symbolizer lock that cannot be had (a forked child's copy held by the parent's agent thread) gives up
+// for the rest of the batch: unnamed frames, never a hang.
+cpu::Symbol resolve_symbol(uintptr_t ip, bool return_address, void* ctx) {
+  bool* gave_up = static_cast<bool*>(ctx);
+  sym::Frame f;
+  if (*gave_up || !wire::try_symbolize(ip, return_address, &f)) {
+    *gave_up = true;
+    return {};
+  }
   // "clock_gettime@@GLIBC_2.17" (a versioned .symtab name) -> "clock_gettime": one name per function.
   if (size_t at = f.function.find('@'); at != std::string::npos && at > 0) f.function.resize(at);
   return {std::move(f.function), f.module == "?" ? std::string() : std::move(f.module)};
@@ -206,8 +213,9 @@ class Sender {
     // No connection, none to be had now: counted without encoding (while the collector is away the
     // agent thread costs the host's CPUs next to nothing).
     if (!connected(exiting)) return not_sent(batch);
+    bool gave_up = false;
     for (Transaction* t : batch)
-      if (!t->cpu_samples.empty()) cpu::build_profile(*t, resolve_symbol, nullptr);
+      if (!t->cpu_samples.empty()) cpu::build_profile(*t, resolve_symbol, &gave_up);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_)) {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return;
