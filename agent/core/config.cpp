@@ -82,6 +82,27 @@ Config parse_config(const char* (*get)(const char*)) {
     if (!std::strcmp(v, "shared")) c.shared_fd_table = true;
     else if (std::strcmp(v, "private") != 0) c.problems += std::string("TXRAY_FD_TABLE='") + v + "' is not private|shared; ";
   }
+  if (const char* v = get("TXRAY_CPU_SAMPLES"); v && *v) {
+    if (!std::strcmp(v, "0")) c.cpu_samples = false;
+    else if (std::strcmp(v, "1") != 0) c.problems += std::string("TXRAY_CPU_SAMPLES='") + v + "' is not 0|1; ";
+  }
+  if (const char* v = get("TXRAY_CPU_SAMPLE_MS"); v && *v && !parse_u32(v, 1, 60000, &c.cpu_sample_ms))
+    c.problems += std::string("TXRAY_CPU_SAMPLE_MS='") + v + "' is not a number in 1..60000; ";
+  if (const char* v = get("TXRAY_CPU_SAMPLES_MAX"); v && *v && !parse_u32(v, 1, 4096, &c.cpu_samples_max))
+    c.problems += std::string("TXRAY_CPU_SAMPLES_MAX='") + v + "' is not a number in 1..4096; ";
+  if (const char* v = get("TXRAY_CPU_SAMPLE_ARM"); v && *v) {
+    if (!std::strcmp(v, "keep")) c.cpu_sample_keep_armed = true;
+    else if (!std::strcmp(v, "tx")) c.cpu_sample_keep_armed = false;
+    else c.problems += std::string("TXRAY_CPU_SAMPLE_ARM='") + v + "' is not tx|keep; ";
+  }
+  if (const char* v = get("TXRAY_CPU_SAMPLE_SIGNAL"); v && *v) {
+    uint32_t sig = 0;
+    if (parse_u32(v, 1, 64, &sig)) c.cpu_sample_signal = int(sig);
+    else c.problems += std::string("TXRAY_CPU_SAMPLE_SIGNAL='") + v + "' is not a signal number; ";
+  }
+  if (const char* v = get("TXRAY_STACKS"); v && *v && !std::strcmp(v, "0")) c.stacks = false;
+  if (const char* v = get("TXRAY_STACK_MS"); v && *v && !parse_u32(v, 0, 86'400'000, &c.stack_ms))
+    c.problems += std::string("TXRAY_STACK_MS='") + v + "' is not a number of ms (using 100); ";
   if (const char* v = get("TXRAY_DEBUG"); v && *v && std::strcmp(v, "0") != 0) c.debug = true;
   for (auto [name, key] : {std::pair{"TXRAY_SERVER_KEY", &c.server_key}, {"TXRAY_CLIENT_SECRET_KEY", &c.client_secret_key},
                            {"TXRAY_CLIENT_PUBLIC_KEY", &c.client_public_key}}) {

@@ -19,6 +19,15 @@ struct Config {
   // at or above sample_keep_ms always go. The others are only counted (Batch.sampled_out).
   double sample_rate = 1.0;                        // TXRAY_SAMPLE_RATE, 0..1
   uint32_t sample_keep_ms = 100;                   // TXRAY_SAMPLE_KEEP_MS: never sampled out at/above this
+  // CPU samples of transaction threads (core/cpu_sampler.h): TXRAY_CPU_SAMPLES=0 turns them off.
+  bool cpu_samples = true;                         // TXRAY_CPU_SAMPLES = 1 | 0
+  uint32_t cpu_sample_ms = 10;                     // TXRAY_CPU_SAMPLE_MS: ms of thread CPU between samples
+  uint32_t cpu_samples_max = 256;                  // TXRAY_CPU_SAMPLES_MAX: samples kept per transaction
+  // TXRAY_CPU_SAMPLE_ARM=keep (default): a thread's timer stays armed between transactions (a sample
+  // outside one is ignored; after 10 such in a row the timer is stopped until the next transaction);
+  // =tx: armed at each begin and disarmed at each end (+3 us per transaction: docs/performance.md).
+  bool cpu_sample_keep_armed = true;
+  int cpu_sample_signal = 0;                       // TXRAY_CPU_SAMPLE_SIGNAL: the signal (0 = SIGRTMAX-3)
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE
@@ -26,6 +35,9 @@ struct Config {
   std::string client_public_key;  // TXRAY_CLIENT_PUBLIC_KEY (optional: derived from the secret key)
   // A key was given but cannot be used: the agent sends nothing rather than sending in clear text.
   bool curve_unusable = false;
+  // Stacks of failed and slow steps (stack_capture.h, docs/stacks.md).
+  bool stacks = true;        // TXRAY_STACKS=0: no stacks at all
+  uint32_t stack_ms = 100;   // TXRAY_STACK_MS: a call step this long (ms) gets a stack; 0: failed steps only
   std::string problems;  // what could not be parsed (printed when debug is on)
 };
 

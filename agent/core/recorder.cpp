@@ -2,11 +2,13 @@
 #include "recorder.h"
 
 #include <cerrno>
+#include <new>
 
 #include "attribution.h"
 #include "clock.h"
 #include "counters.h"
 #include "ids.h"
+#include "stack_capture.h"
 #include "step_rows.h"
 #include "transaction.h"
 #include "unattributed.h"
@@ -88,6 +90,25 @@ void share_text(Step& st, const SharedText& text) {
   else st.text.assign(text.view().substr(0, kMaxText));
 }
 
+// Takes the calling thread's stack into a step that failed or was slow: once per step, inside the
+// recorder section (a signal handler's hooked call cannot re-enter here while libunwind walks).
+__attribute__((noinline)) void take_stack(Step& st) {
+  if (st.stack || !stacks::settings().on) return;
+  uintptr_t ips[stacks::kMaxFrames];
+  int n = stacks::capture(ips, stacks::kMaxFrames);
+  if (n <= 0) return stacks::note_missed();
+  auto* raw = new (std::nothrow) stacks::RawStack;
+  if (!raw) return stacks::note_missed();
+  raw->n = uint32_t(n);
+  for (int i = 0; i < n; ++i) raw->ip[i] = ips[i];
+  st.stack.reset(raw);
+}
+
+bool is_slow(uint64_t elapsed) {
+  uint64_t slow = stacks::settings().slow_ns;
+  return slow && elapsed >= slow && stacks::settings().on;
+}
+
 StepRef make_ref(Transaction* t, int32_t index) {
   const Step& s = t->steps[size_t(index)];
   return StepRef{t, t->txid, s.seq, index, t->req_fd, s.start_mono_ns};
@@ -125,7 +146,11 @@ uint64_t close(StepRef& s) {
   if (!usable(s)) return 0;
   Section sec(s.tx);
   if (!sec) return 0;
-  return lookup(s) ? rows::close_at(s.tx, s.index) : 0;
+  if (!lookup(s)) return 0;
+  uint64_t elapsed = rows::close_at(s.tx, s.index);
+  if (is_slow(elapsed))
+    if (Step* st = lookup(s)) take_stack(*st);  // still a row (not folded past the step limit)
+  return elapsed;
 }
 
 uint64_t close_sql(StepRef& s, const SqlRow& row) {
@@ -140,6 +165,8 @@ uint64_t close_sql(StepRef& s, const SqlRow& row) {
   st->rows = row.rows;
   st->changes = row.changes;
   uint64_t elapsed = rows::close_at(s.tx, s.index);  // may fold the step: `st` is not used after this
+  if (is_slow(elapsed))
+    if (Step* again = lookup(s)) take_stack(*again);
   s.tx->totals.sql_ns += elapsed;
   s.tx->totals.sql_count += 1;
   return elapsed;
@@ -182,7 +209,10 @@ void set_text(const StepRef& s, const SharedText& text) {
   with_step(s, [&](Step& st) { share_text(st, text); });
 }
 void set_error(const StepRef& s, std::string_view error) {
-  with_step(s, [&](Step& st) { st.error.assign(error.substr(0, 1024)); });
+  with_step(s, [&](Step& st) {
+    st.error.assign(error.substr(0, 1024));
+    if (!error.empty()) take_stack(st);
+  });
 }
 void add_attr(const StepRef& s, std::string_view key, std::string_view value) {
   with_step(s, [&](Step& st) {
@@ -209,7 +239,10 @@ void set_fingerprint(const StepRef& s, uint64_t fp) {
   with_step(s, [&](Step& st) { st.fingerprint = fp; });
 }
 void set_status(const StepRef& s, int32_t status) {
-  with_step(s, [&](Step& st) { st.status = status; });
+  with_step(s, [&](Step& st) {
+    st.status = status;
+    if (st.kind == StepKind::HTTP_CALL && status >= 500) take_stack(st);  // a failed call
+  });
 }
 void set_id(const StepRef& s, uint64_t id) {
   with_step(s, [&](Step& st) { st.id = id; });

@@ -36,6 +36,9 @@
 // - Row times and GAP/CPU_T are taken by the recorder (open() and add() read the wall clock and the
 //   thread CPU clock); hooks never pass times in, so GAPs and CPU_Ts always add up exactly.
 // - Strings are copied (a SharedText is shared instead); the caller keeps ownership of what it passes.
+// - Stacks (stack_capture.h): set_error() with a non-empty error, set_status() >= 500 on an HTTP_CALL,
+//   and close()/close_sql() of a step at least TXRAY_STACK_MS long take the calling thread's stack into
+//   the row (once per row; hooks do nothing for it). So set the error on the thread that made the call.
 // - Nothing here does I/O, takes locks (except in TXRAY_MODE=process, where one transaction collects
 //   steps from every thread), or changes errno.
 #pragma once

@@ -6,6 +6,8 @@
 
 #include <new>
 
+#include "cpu_sampler.h"
+
 #include "clock.h"
 #include "config.h"
 #include "counters.h"
@@ -177,6 +179,7 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   t->start_unix_ns = clock::unix_ns();
   t->steps.reserve(4);  // START, END and a couple of steps without reallocating
   rows::start(t);
+  if (kind != "unattributed") cpu::on_begin(t);
   return t;
 }
 
@@ -190,6 +193,7 @@ void end(Transaction* t, int32_t status, std::string_view error) {
     t->status = status;
     if (!error.empty() && t->error.empty()) t->error.assign(error.substr(0, 1024));
     rows::finish(t);
+    cpu::on_end(t);
   }
   if (auto* slot = t->owner_slot) {
     Transaction* expected = t;

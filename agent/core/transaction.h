@@ -14,8 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cpu_sampler.h"
 #include "recorder.h"
 #include "shared_text.h"
+#include "stack_capture.h"
 
 namespace txray {
 
@@ -47,6 +49,9 @@ struct Step {
   uint64_t fingerprint = 0;
   int32_t status = 0;
   int64_t changes = -1;
+  // The calling thread's stack when the step failed or was slow (stack_capture.h), else null: side
+  // storage, allocated only when a stack is taken.
+  stacks::StackBox stack;
 };
 
 struct StepSummary {
@@ -114,6 +119,13 @@ struct Transaction {
   int32_t stack[kMaxDepth];  // open call steps (indexes into steps), innermost last
   int depth = 0;
   std::atomic<Transaction*>* owner_slot = nullptr;  // the owning thread's "current" slot
+
+  // CPU samples (core/cpu_sampler.h): the sampled thread's buffer while open, the samples once ended;
+  // the agent thread turns them into `cpu_profile` (transport/cpu_profile.h) before encoding.
+  void* cpu_buf = nullptr;
+  std::vector<cpu::RawSample> cpu_samples;
+  uint32_t cpu_samples_dropped = 0;
+  cpu::Profile cpu_profile;
 };
 
 namespace tx {

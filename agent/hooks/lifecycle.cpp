@@ -10,6 +10,7 @@
 
 #include "../core/attribution.h"
 #include "../core/config.h"
+#include "../core/stack_capture.h"
 #include "../core/counters.h"
 #include "../core/fd_table.h"
 #include "../core/ids.h"
@@ -91,6 +92,7 @@ void child_after_fork() {
   txray::hooks::g_pid.store(getpid());
   txray::tx::reset_tid_after_fork();
   txray::tx::forget_current_after_fork();
+  txray::cpu::after_fork_child();
   txray::ids::reseed();
   txray::sock::after_fork_child();
   txray::attr::after_fork_child();
@@ -100,10 +102,12 @@ void child_after_fork() {
 __attribute__((constructor)) void txray_agent_init() {
   txray::Config c = txray::parse_config([](const char* k) -> const char* { return std::getenv(k); });
   txray::set_config(c);
+  txray::stacks::configure({.on = c.stacks, .slow_ns = uint64_t(c.stack_ms) * 1'000'000});
   txray::hooks::g_pid.store(getpid());
   if (!c.problems.empty()) txray::debug_log("configuration: %s", c.problems.c_str());
   if (c.mode == txray::Mode::off) return;
   txray::ids::reseed();
+  txray::cpu::init(c);
   txray::transport::init(txray::read_identity());
   pthread_atfork(nullptr, nullptr, child_after_fork);
   std::atexit(at_exit);

@@ -4,10 +4,12 @@
 #include "encode.h"
 
 #include "../core/clock.h"
+#include "../core/cpu_sampler.h"
 #include "pb_writer.h"
 #include "self_cost.h"
 
 #include <cstring>
+#include "stack_encode.h"
 
 namespace txray {
 namespace {
@@ -20,7 +22,19 @@ void write_attr(pb::Writer& w, int field, std::string_view key, std::string_view
 }
 void write_attr(pb::Writer& w, int field, const Attr& a) { write_attr(w, field, a.key, a.value); }
 
-void write_step(pb::Writer& w, const Step& s) {
+// Step.hot (19) and Step.cpu_samples (20): the CPU samples in the row's GAP (transport/cpu_profile.h).
+void write_row_hot(pb::Writer& w, const cpu::RowHot& r) {
+  for (const auto& f : r.top) {
+    size_t m = w.begin(19);
+    w.str(1, f.function);
+    w.str(2, f.module);
+    w.u64(3, f.samples);
+    w.end(m);
+  }
+  w.u64(20, r.samples);
+}
+
+void write_step(pb::Writer& w, const Step& s, const cpu::RowHot* hot) {
   size_t m = w.begin(19);  // Transaction.steps
   w.u64(1, uint64_t(s.kind));
   w.i32(2, s.parent);
@@ -40,6 +54,8 @@ void write_step(pb::Writer& w, const Step& s) {
   w.fixed64(15, s.fingerprint);
   w.i32(16, s.status);
   w.i64(17, s.changes);
+  if (hot) write_row_hot(w, *hot);
+  if (s.stack) wire::write_stack(w, 18, s.stack->ip, s.stack->n);
   w.end(m);
 }
 
@@ -77,12 +93,24 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
   w.u64(16, t.bytes_read);
   w.u64(17, t.bytes_written);
   w.u64(18, t.tid);
-  for (const auto& s : t.steps) write_step(w, s);
+  const auto& hot = t.cpu_profile.rows;  // sorted by row
+  size_t h = 0;
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    while (h < hot.size() && hot[h].row < i) ++h;
+    write_step(w, t.steps[i], h < hot.size() && hot[h].row == i ? &hot[h] : nullptr);
+  }
   for (const auto& s : t.summary) write_summary(w, s);
   for (const auto& a : t.attrs) write_attr(w, 21, a);
   w.str(22, t.kind);
   w.u64(26, t.agent_cost_ns);
   w.u64(27, t.agent_thread_ns);
+  for (const auto& st : t.cpu_profile.stacks) {
+    size_t k = w.begin(24);  // Transaction.cpu_stacks
+    w.str(1, st.folded);
+    w.u64(2, st.samples);
+    w.end(k);
+  }
+  w.u64(25, t.cpu_samples_dropped);
   w.end(m);
 }
 
@@ -124,6 +152,7 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
     std::memcpy(&bits, &sample_rate, sizeof bits);
     w.fixed64(16, bits);  // AgentInfo.sample_rate (a double: wire type 1)
   }
+  w.str(12, cpu::status());  // AgentInfo.cpu_sampler
   w.end(a);
   size_t d = w.begin(2);  // Batch.drops
   w.u64(1, c.queue_full.load(std::memory_order_relaxed));
@@ -132,6 +161,7 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
   w.u64(4, c.steps_summarized.load(std::memory_order_relaxed));
   w.u64(5, c.internal_errors.load(std::memory_order_relaxed));
   w.u64(8, c.sampled_out.load(std::memory_order_relaxed));
+  w.u64(6, cpu::dropped_total());  // DropCounters.cpu_samples_dropped
   w.end(d);
   w.u64(3, seq);
   w.u64(4, clock::unix_ns());

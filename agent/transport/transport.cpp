@@ -14,11 +14,15 @@
 #include <vector>
 
 #include "../core/clock.h"
+#include "../core/cpu_sampler.h"
+#include "../core/transaction.h"
 #include "../core/config.h"
 #include "../core/counters.h"
 #include "../core/fd_table.h"
 #include "../core/unattributed.h"
 #include "../hooks/hook.h"
+#include "cpu_profile.h"
+#include "stack_encode.h"
 #include "drop_windows.h"
 #include "encode.h"
 #include "mpsc_queue.h"
@@ -76,6 +80,21 @@ void futex_wake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
+// CPU samples are symbolized with the agent's one symbolizer (stack_encode.h), as stacks are.
+// A symbolizer lock that cannot be had (a forked child's copy held by the parent's agent thread) gives up
+// for the rest of the batch: unnamed frames, never a hang.
+cpu::Symbol resolve_symbol(uintptr_t ip, bool return_address, void* ctx) {
+  bool* gave_up = static_cast<bool*>(ctx);
+  sym::Frame f;
+  if (*gave_up || !wire::try_symbolize(ip, return_address, &f)) {
+    *gave_up = true;
+    return {};
+  }
+  // "clock_gettime@@GLIBC_2.17" (a versioned .symtab name) -> "clock_gettime": one name per function.
+  if (size_t at = f.function.find('@'); at != std::string::npos && at > 0) f.function.resize(at);
+  return {std::move(f.function), f.module == "?" ? std::string() : std::move(f.module)};
+}
+
 // The counters only grow, so their sum changes exactly when one of them does.
 uint64_t drops_signature(const Counters& c) {
   return c.queue_full.load() + c.send_failed.load() + c.encode_failed.load() + c.internal_errors.load() +
@@ -109,6 +128,7 @@ class Sender {
       bool exiting = st_->exit_requested.load(std::memory_order_acquire);  // read before draining
       if (uint64_t t = clock::mono_ns(); t - last_rotate >= kRotateNs) {
         unattr::rotate(false);  // the unattributed steps of the last second, as one container
+        cpu::check_host_signal();
         last_rotate = t;
       }
       while (batch.size() < kMaxBatch)
@@ -202,6 +222,9 @@ class Sender {
     // No connection, none to be had now: counted without encoding (while the collector is away the
     // agent thread costs the host's CPUs next to nothing).
     if (!connected(exiting)) return not_sent(batch), false;
+    bool gave_up = false;
+    for (Transaction* t : batch)
+      if (!t->cpu_samples.empty()) cpu::build_profile(*t, resolve_symbol, &gave_up);
     estimate_costs(batch);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_, &sampler_.pending(),
                       sampler_.active() ? config().sample_rate : 0)) {

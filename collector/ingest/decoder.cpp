@@ -12,7 +12,9 @@ namespace {
 
 // ---- The decoded size, from the wire (estimate_decoded_bytes) ----
 
-enum class Msg { batch, agent, drops, tx, step, summary, attribute, drop_window, shed_count, cost_units };
+enum class Msg {
+  batch, agent, drops, tx, step, summary, attribute, drop_window, shed_count, cost_units, stack, frame, hot_function, cpu_stack
+};
 
 size_t object_bytes(Msg m) {
   switch (m) {
@@ -26,6 +28,10 @@ size_t object_bytes(Msg m) {
     case Msg::drop_window: return sizeof(v1::DropWindow);
     case Msg::shed_count: return sizeof(v1::ShedCount);
     case Msg::cost_units: return sizeof(v1::AgentCostUnits);
+    case Msg::hot_function: return sizeof(v1::HotFunction);
+    case Msg::cpu_stack: return sizeof(v1::CpuStack);
+    case Msg::stack: return sizeof(v1::Stack);
+    case Msg::frame: return sizeof(v1::Frame);
   }
   return 0;
 }
@@ -47,9 +53,15 @@ bool child_of(Msg m, uint64_t field, Msg* child) {
       if (field == 19) return *child = Msg::step, true;
       if (field == 20) return *child = Msg::summary, true;
       if (field == 21) return *child = Msg::attribute, true;
+      if (field == 24) return *child = Msg::cpu_stack, true;
       return false;
     case Msg::step:
       if (field == 11) return *child = Msg::attribute, true;
+      if (field == 19) return *child = Msg::hot_function, true;
+      if (field == 18) return *child = Msg::stack, true;
+      return false;
+    case Msg::stack:
+      if (field == 1) return *child = Msg::frame, true;
       return false;
     default: return false;
   }
@@ -62,12 +74,16 @@ uint64_t max_field(Msg m) {
     case Msg::agent: return 16;
     case Msg::drops: return 8;
     case Msg::tx: return 27;
-    case Msg::step: return 17;
+    case Msg::step: return 20;
     case Msg::summary: return 9;
     case Msg::attribute: return 2;
     case Msg::drop_window: return 6;
     case Msg::shed_count: return 7;
     case Msg::cost_units: return 9;
+    case Msg::hot_function: return 3;
+    case Msg::cpu_stack: return 2;
+    case Msg::stack: return 1;
+    case Msg::frame: return 3;
   }
   return 0;
 }
@@ -191,6 +207,10 @@ std::string check_attributes(const Repeated& attrs, const Limits& l, const char*
   return {};
 }
 
+// CPU samples (issue 11): an agent sends at most 8 hot functions per row and 200 stacks per transaction.
+constexpr size_t kMaxHotPerStep = 64;
+constexpr size_t kMaxCpuStacks = 4096;
+
 bool known_kind(int k) { return k >= v1::START && k <= v1::DNS; }
 
 std::string validate_transaction(const v1::Transaction& tx, const Limits& l) {
@@ -217,7 +237,23 @@ std::string validate_transaction(const v1::Transaction& tx, const Limits& l) {
     if (auto e = check_size(s.text(), l.max_text_bytes, "step text"); !e.empty()) return e;
     if (auto e = check_size(s.error(), l.max_text_bytes, "step error"); !e.empty()) return e;
     if (auto e = check_attributes(s.attributes(), l, "step"); !e.empty()) return e;
+    if (static_cast<size_t>(s.hot_size()) > kMaxHotPerStep)
+      return "step " + std::to_string(i) + " has " + std::to_string(s.hot_size()) + " hot functions";
+    for (const auto& h : s.hot()) {
+      if (auto e = check_size(h.function(), l.max_name_bytes, "hot function"); !e.empty()) return e;
+      if (auto e = check_size(h.module(), l.max_name_bytes, "hot function module"); !e.empty()) return e;
+    }
+    if (s.stack().frames_size() > kMaxStackFrames)
+      return "step " + std::to_string(i) + " has a stack of " + std::to_string(s.stack().frames_size()) + " frames";
+    for (const auto& f : s.stack().frames()) {
+      if (auto e = check_size(f.function(), l.max_name_bytes, "frame function"); !e.empty()) return e;
+      if (auto e = check_size(f.module(), l.max_name_bytes, "frame module"); !e.empty()) return e;
+    }
   }
+  if (static_cast<size_t>(tx.cpu_stacks_size()) > kMaxCpuStacks)
+    return "transaction has " + std::to_string(tx.cpu_stacks_size()) + " CPU stacks";
+  for (const auto& c : tx.cpu_stacks())
+    if (auto e = check_size(c.folded(), l.max_text_bytes, "CPU stack"); !e.empty()) return e;
   for (const auto& m : tx.summary()) {
     if (!known_kind(m.kind())) return "summary has unknown kind " + std::to_string(m.kind());
     if (auto e = check_size(m.text(), l.max_text_bytes, "summary text"); !e.empty()) return e;
@@ -246,6 +282,7 @@ std::string validate_batch(const v1::Batch& b, const Limits& l) {
     if (auto e = check_size(*s, l.max_name_bytes, what); !e.empty()) return e;
   }
   if (auto e = check_size(a.command_line(), l.max_text_bytes, "command_line"); !e.empty()) return e;
+  if (auto e = check_size(a.cpu_sampler(), l.max_name_bytes, "cpu_sampler"); !e.empty()) return e;
   for (const auto& tx : b.transactions()) {
     if (auto e = validate_transaction(tx, l); !e.empty()) return e;
   }
@@ -294,6 +331,7 @@ uint64_t truncate_fields(v1::Batch& b, const Limits& l, std::string* first) {
     t.cut(a->mutable_agent_version(), l.max_name_bytes, "agent_version");
     t.cut(a->mutable_mode(), l.max_name_bytes, "mode");
     t.cut(a->mutable_command_line(), l.max_text_bytes, "command_line");
+    t.cut(a->mutable_cpu_sampler(), l.max_name_bytes, "cpu_sampler");
   }
   for (auto& tx : *b.mutable_transactions()) {
     t.cut(tx.mutable_name(), l.max_name_bytes, "transaction name");
@@ -305,7 +343,17 @@ uint64_t truncate_fields(v1::Batch& b, const Limits& l, std::string* first) {
       t.cut(s.mutable_text(), l.max_text_bytes, "step text");
       t.cut(s.mutable_error(), l.max_text_bytes, "step error");
       t.attributes(s.mutable_attributes(), "step");
+      for (auto& h : *s.mutable_hot()) {
+        t.cut(h.mutable_function(), l.max_name_bytes, "hot function");
+        t.cut(h.mutable_module(), l.max_name_bytes, "hot function module");
+      }
+      if (s.has_stack())
+        for (auto& f : *s.mutable_stack()->mutable_frames()) {
+          t.cut(f.mutable_function(), l.max_name_bytes, "frame function");
+          t.cut(f.mutable_module(), l.max_name_bytes, "frame module");
+        }
     }
+    for (auto& c : *tx.mutable_cpu_stacks()) t.cut(c.mutable_folded(), l.max_text_bytes, "CPU stack");
     for (auto& m : *tx.mutable_summary()) t.cut(m.mutable_text(), l.max_text_bytes, "summary text");
   }
   for (auto& c : *b.mutable_sampled_out()) {

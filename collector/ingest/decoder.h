@@ -17,6 +17,8 @@ namespace txray::ingest {
 inline constexpr int kMaxDropWindows = 256;
 // Sampled-out counts (ShedCount) per batch: an agent sends one per (name, minute, bucket) since its last batch.
 inline constexpr int kMaxShedCounts = 65536;
+// Frames of one step's stack (an agent sends at most 32): more makes the batch invalid.
+inline constexpr int kMaxStackFrames = 256;
 
 struct Limits {
   size_t max_message_bytes = 64u << 20;  // larger messages are rejected unparsed (oversize)

@@ -134,6 +134,32 @@ void compute_names(const Selection& sel, const ShedSet& shed, int top, Report& r
   }
 }
 
+// The slowest transactions' hottest functions, from their rows' CPU samples (cpu_hot, cpu_tx), when the
+// store has them.
+void slowest_hot_functions(const Db& db, Report& r) {
+  Stmt has(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('cpu_hot', 'cpu_tx')");
+  if (!has.step() || has.i64(0) != 2) return;
+  Stmt total(db, "SELECT samples FROM cpu_tx WHERE tx_id = ?");
+  Stmt hot(db,
+           "SELECT function, module, sum(samples) AS n FROM cpu_hot WHERE tx_id = ? GROUP BY function, module "
+           "ORDER BY n DESC, function LIMIT 3");
+  for (auto& s : r.slowest) {
+    total.reset();
+    total.bind(1, s.id);
+    if (!total.step() || total.i64(0) <= 0) continue;
+    const int64_t all = total.i64(0);
+    hot.reset();
+    hot.bind(1, s.id);
+    while (hot.step()) {
+      const int64_t n = hot.i64(2);
+      if (!s.hot.empty() && n * 100 < all) break;
+      std::string module(hot.text(1));
+      s.hot += (s.hot.empty() ? "" : ", ") + std::string(hot.text(0)) + (module.empty() ? "" : " (" + module + ")") +
+               " " + std::to_string((n * 100 + all / 2) / all) + "%";
+    }
+  }
+}
+
 void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
   std::vector<const TxRec*> order;
   order.reserve(sel.txs.size());
@@ -204,6 +230,7 @@ void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
     s.step = d.step;
     r.slowest.push_back(std::move(s));
   }
+  slowest_hot_functions(db, r);
 }
 
 // Log-scale scatter of response time over end time, folded into cells (a report may hold millions of

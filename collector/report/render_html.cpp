@@ -345,6 +345,14 @@ void render_html(const Report& r, std::ostream& o) {
         << " ms</td><td class=code>" << (x.step.empty() ? "–" : hs(x.step, 240)) << "</td></tr>";
     }
     o << "</table>";
+    bool any_hot = false;
+    for (size_t i = 0; i < r.slowest.size(); ++i) {
+      if (r.slowest[i].hot.empty()) continue;
+      if (!any_hot) o << "<p>Hottest functions (CPU samples, share of the transaction's samples):</p><ul>";
+      any_hot = true;
+      o << "<li>#" << i + 1 << ": <span class=code>" << hs(r.slowest[i].hot, 400) << "</span></li>";
+    }
+    if (any_hot) o << "</ul>";
   }
 
   o << "<h2>Transaction names" << shown(r.names.size(), r.name_groups) << "</h2>";

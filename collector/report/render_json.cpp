@@ -174,6 +174,7 @@ json to_json(const Report& r) {
                             {"dominant", cost_name(x.dominant)},
                             {"dominant_ms", ms(x.dominant_ns)},
                             {"step_no", x.step_no},
+                            {"hot", x.hot},
                             {"step", x.step}});
   j["names"] = json::array();
   for (const auto& n : r.names)

@@ -164,6 +164,14 @@ void render_md(const Report& r, std::ostream& o) {
               x.step.empty() ? "–" : cell(x.step, 160)});
     }
     o << "\n";
+    bool any_hot = false;
+    for (size_t i = 0; i < r.slowest.size(); ++i) {
+      if (r.slowest[i].hot.empty()) continue;
+      if (!any_hot) o << "Hottest functions (CPU samples, share of the transaction's samples):\n\n";
+      any_hot = true;
+      o << "- #" << i + 1 << ": " << cell(r.slowest[i].hot, 300) << "\n";
+    }
+    if (any_hot) o << "\n";
   }
 
   o << "## Transaction names" << shown(r.names.size(), r.name_groups) << "\n\n";

@@ -77,6 +77,9 @@ struct SlowTx {
   int64_t dominant_ns = 0;    // time attributed to the dominant cost
   int step_no = -1;           // profile row responsible (steps.no), -1 when none
   std::string step;           // what that row is, e.g. "SQL SELECT … [812 ms] x12"
+  // CPU samples (docs/agent.md): the transaction's hottest functions over all its rows, e.g.
+  // "deflate (libz.so.1) 81%, memcpy (libc.so.6) 9%"; empty without samples.
+  std::string hot;
 };
 
 struct NameRow {

@@ -36,6 +36,18 @@ nlohmann::ordered_json step_json(const Step& s) {
   if (s.changes) j["changes"] = *s.changes;
   if (s.id) j["id"] = hex16(*s.id);
   if (!s.attributes.empty()) j["attributes"] = attributes_object(s.attributes);
+  if (s.cpu_samples > 0) {
+    j["cpu_samples"] = s.cpu_samples;
+    nlohmann::ordered_json hot = nlohmann::ordered_json::array();
+    for (const auto& h : s.hot) hot.push_back({{"function", h.function}, {"module", h.module}, {"samples", h.samples}});
+    j["hot"] = std::move(hot);
+  }
+  if (!s.stack.empty()) {  // a failed or slow step's stack, innermost first (docs/stacks.md)
+    nlohmann::ordered_json frames = nlohmann::ordered_json::array();
+    for (const auto& f : s.stack)
+      frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+    j["stack"] = std::move(frames);
+  }
   if (s.kind == "HTTP_CALL") {
     j["url"] = s.text;
     if (s.id) j["span_id"] = hex16(*s.id);
@@ -105,6 +117,14 @@ nlohmann::ordered_json transaction_json(const Transaction& t) {
     summary.push_back(std::move(o));
   }
   j["summary"] = std::move(summary);
+  if (t.cpu_samples > 0 || t.cpu_samples_dropped > 0) {
+    j["cpu_samples"] = t.cpu_samples;
+    j["cpu_samples_dropped"] = t.cpu_samples_dropped;
+    nlohmann::ordered_json stacks = nlohmann::ordered_json::array();
+    for (const auto& c : t.cpu_stacks) stacks.push_back({{"folded", c.folded}, {"samples", c.samples}});
+    j["cpu_stacks"] = std::move(stacks);
+  }
+  if (!t.cpu_sampler.empty()) j["cpu_sampler"] = t.cpu_sampler;
   return j;
 }
 

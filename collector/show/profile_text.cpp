@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "cpu_hot.h"
 #include "show_format.h"
 #include "ids.h"
 
@@ -136,6 +137,12 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
   add_line(out, indent, field("CALL TIME", ms_precise(t.call_ns) + " ms  (" + thousands(t.call_count) + " calls)"));
   add_line(out, indent, field("STATUS", std::to_string(t.status)));
   if (!t.error.empty()) add_line(out, indent, field("ERROR", "!! " + one_line(t.error)));
+  if (t.cpu_samples > 0 || t.cpu_samples_dropped > 0) {
+    std::string v = thousands(t.cpu_samples);
+    if (t.cpu_samples_dropped > 0) v += " (+" + thousands(t.cpu_samples_dropped) + " dropped)";
+    if (!t.cpu_sampler.empty()) v += "  [" + t.cpu_sampler + "]";
+    add_line(out, indent, field("CPU SAMPLES", v));
+  }
   add_line(out, indent,
            field("BYTES", "read " + thousands(t.bytes_read) + ", written " + thousands(t.bytes_written)));
   if (!t.attributes.empty()) {
@@ -171,6 +178,15 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
              "[" + no + "][" + clock_time(t.start_unix_ns + s.start_offset_ns) + "][" +
                  pad_left(ms(s.gap_ns), gap_w) + "][" + pad_left(ms(s.cpu_ns), cpu_w) + "] " +
                  std::string(2 * static_cast<size_t>(depth_of(t, s)), ' ') + step_message(s));
+    if (std::string hot = hot_line(s.hot, s.cpu_samples); !hot.empty())
+      add_line(out, indent,
+               std::string(no_w + gap_w + cpu_w + 23 + 2 * static_cast<size_t>(depth_of(t, s)), ' ') + "hot: " +
+                   hot + "  (" + thousands(s.cpu_samples) + " samples)");
+    // The stack of a failed or slow step, under its row at the message's indentation (docs/stacks.md).
+    if (!s.stack.empty()) {
+      std::string pad(no_w + gap_w + cpu_w + 23 + 2 * static_cast<size_t>(depth_of(t, s)), ' ');
+      for (const auto& f : s.stack) add_line(out, indent, pad + "at " + format_frame(f));
+    }
   }
   add_line(out, indent, "TOTAL[" + ms(t.elapsed_ns) + "][" + ms(t.cpu_ns) + "]");
 

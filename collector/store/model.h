@@ -43,6 +43,28 @@ struct Agent {
   int64_t internal_errors = 0;
 };
 
+// One of a row's hottest functions (CPU samples, issue 11).
+struct HotFunction {
+  std::string function;
+  std::string module;
+  int64_t samples = 0;
+};
+
+// The samples of one stack (folded: frames root first, ';'-separated), for a flame graph.
+struct CpuStack {
+  std::string folded;
+  int64_t samples = 0;
+};
+// One frame of a step's stack (step_frames), printed `function (module+0xoffset)`.
+struct StackFrame {
+  std::string function;  // empty when unknown
+  std::string module;
+  uint64_t offset = 0;
+};
+
+// "function (module+0x1a2b)", or "module+0x1a2b" when the function is unknown.
+std::string format_frame(const StackFrame& f);
+
 struct Step {
   int no = 0;
   int parent = -1;
@@ -64,6 +86,9 @@ struct Step {
   Attributes attributes;
   std::optional<int64_t> callee_tx_id;  // transactions.id of the callee, once linked
   std::optional<uint64_t> callee_txid;  // its txid
+  int64_t cpu_samples = 0;              // CPU samples in the row's GAP (cpu_rows)
+  std::vector<HotFunction> hot;         // its hottest functions, most samples first (cpu_hot)
+  std::vector<StackFrame> stack;  // innermost first; empty when no stack was taken
 
   const std::string* attribute(const std::string& key) const {
     for (const auto& [k, v] : attributes)
@@ -136,6 +161,11 @@ struct Transaction {
   // the agent sent none (older agents and stores, not calibrated yet).
   std::optional<int64_t> agent_cost_ns;
   int64_t agent_thread_ns = 0;  // of which on the agent's own thread
+  // CPU samples (cpu_tx, cpu_stacks, agent_cpu): empty for a store or an agent without them.
+  int64_t cpu_samples = 0;
+  int64_t cpu_samples_dropped = 0;
+  std::vector<CpuStack> cpu_stacks;  // most samples first
+  std::string cpu_sampler;           // the agent's sampler status ("signal 61, every 10000 us …")
 };
 
 }  // namespace txray

@@ -1,6 +1,7 @@
 #include "reader.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "attributes_json.h"
 #include "ids.h"
@@ -130,6 +131,35 @@ std::vector<int64_t> Reader::unattributed_containers(const std::string& app) {
   std::vector<int64_t> out;
   while (s.step()) out.push_back(s.i64(0));
   return out;
+}
+
+void Reader::load_stacks(int64_t tx_id, std::vector<Step>& steps) {
+  if (!has_frames_) {
+    Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='step_frames'");
+    has.step();
+    has_frames_ = has.i64(0) != 0 ? 1 : -1;
+  }
+  if (has_frames_ < 0) return;  // a store written before stacks
+  Stmt& f = cached(frames_stmt_,
+                   "SELECT step_no, function, module, offset FROM step_frames WHERE tx_id = ?1"
+                   " ORDER BY step_no, depth");
+  ResetOnExit done{f};
+  f.bind(1, tx_id);
+  size_t at = 0;  // steps are in `no` order, and so are the frames
+  while (f.step()) {
+    int no = static_cast<int>(f.i64(0));
+    while (at < steps.size() && steps[at].no < no) ++at;
+    if (at == steps.size()) break;
+    if (steps[at].no != no) continue;
+    steps[at].stack.push_back(StackFrame{f.text(1), f.text(2), to_unsigned(f.i64(3))});
+  }
+}
+
+std::string format_frame(const StackFrame& f) {
+  char off[32];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+  if (f.function.empty()) return f.module + off;
+  return f.function + " (" + f.module + off + ")";
 }
 
 std::vector<DropWindowRow> Reader::drop_windows(const std::string& app) {
@@ -276,6 +306,8 @@ std::optional<Transaction> Reader::load(int64_t id) {
     t.steps.push_back(std::move(p));
   }
 
+  load_stacks(id, t.steps);
+
   Stmt& sm = cached(summary_stmt_,
           "SELECT m.kind, m.fingerprint, x.text, m.count, m.elapsed_ns, m.rows, m.errors, m.bytes_read,"
           " m.bytes_written FROM step_summaries m LEFT JOIN texts x ON x.id = m.text_id"
@@ -295,7 +327,50 @@ std::optional<Transaction> Reader::load(int64_t id) {
     m.bytes_written = sm.i64(8);
     t.summary.push_back(std::move(m));
   }
+  load_cpu(t, agent_id);
   return t;
+}
+
+void Reader::load_cpu(Transaction& t, int64_t agent_id) {
+  if (has_cpu_ < 0) {
+    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
+                " ('cpu_rows', 'cpu_hot', 'cpu_stacks', 'cpu_tx', 'agent_cpu')");
+    q.step();
+    has_cpu_ = q.i64(0) == 5 ? 1 : 0;
+  }
+  if (!has_cpu_) return;
+  Stmt& a = cached(agent_cpu_stmt_, "SELECT sampler FROM agent_cpu WHERE agent_id = ?1");
+  ResetOnExit a_done{a};
+  a.bind(1, agent_id);
+  if (a.step()) t.cpu_sampler = a.text(0);
+  Stmt& c = cached(cpu_tx_stmt_, "SELECT samples, dropped FROM cpu_tx WHERE tx_id = ?1");
+  ResetOnExit c_done{c};
+  c.bind(1, t.id);
+  if (!c.step()) return;  // no samples: no rows in the other tables either
+  t.cpu_samples = c.i64(0);
+  t.cpu_samples_dropped = c.i64(1);
+  auto step_no = [&](int64_t no) -> Step* {
+    if (no >= 0 && size_t(no) < t.steps.size() && t.steps[size_t(no)].no == no) return &t.steps[size_t(no)];
+    for (auto& s : t.steps)
+      if (s.no == no) return &s;
+    return nullptr;
+  };
+  Stmt& r = cached(cpu_rows_stmt_, "SELECT no, samples FROM cpu_rows WHERE tx_id = ?1");
+  ResetOnExit r_done{r};
+  r.bind(1, t.id);
+  while (r.step())
+    if (Step* s = step_no(r.i64(0))) s->cpu_samples = r.i64(1);
+  Stmt& h = cached(cpu_hot_stmt_,
+                   "SELECT no, function, module, samples FROM cpu_hot WHERE tx_id = ?1 ORDER BY no, rank");
+  ResetOnExit h_done{h};
+  h.bind(1, t.id);
+  while (h.step())
+    if (Step* s = step_no(h.i64(0))) s->hot.push_back({h.text(1), h.text(2), h.i64(3)});
+  Stmt& k = cached(cpu_stacks_stmt_,
+                   "SELECT folded, samples FROM cpu_stacks WHERE tx_id = ?1 ORDER BY samples DESC, rowid");
+  ResetOnExit k_done{k};
+  k.bind(1, t.id);
+  while (k.step()) t.cpu_stacks.push_back({k.text(0), k.i64(1)});
 }
 
 }  // namespace txray

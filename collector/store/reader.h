@@ -52,9 +52,18 @@ class Reader {
   // Prepared once, on first use (load() runs them for every transaction shown).
   Stmt& cached(std::unique_ptr<Stmt>& slot, const char* sql);
 
+  // CPU samples of t (cpu_rows, cpu_hot, cpu_stacks, cpu_tx, agent_cpu), when the store has the tables.
+  void load_cpu(Transaction& t, int64_t agent_id);
+
   const Db& db_;
   std::unique_ptr<Stmt> tx_stmt_, steps_stmt_, summary_stmt_, agent_stmt_, cost_stmt_;
   std::optional<bool> has_cost_table_;
+  std::unique_ptr<Stmt> cpu_tx_stmt_, cpu_rows_stmt_, cpu_hot_stmt_, cpu_stacks_stmt_, agent_cpu_stmt_;
+  int has_cpu_ = -1;  // -1: not checked yet
+  // Stacks of the steps (step_frames), into steps (in `no` order).
+  void load_stacks(int64_t tx_id, std::vector<Step>& steps);
+  std::unique_ptr<Stmt> frames_stmt_;
+  int has_frames_ = 0;  // step_frames exists: 0 not checked yet, 1 yes, -1 no (an older store)
 };
 
 }  // namespace txray

@@ -103,6 +103,19 @@ CREATE TABLE IF NOT EXISTS steps(
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS steps_call_ref ON steps(ref_id) WHERE kind = 'HTTP_CALL';
 
+-- The stack of a step that failed or was slow (Step.stack in the wire format, docs/stacks.md): one row per
+-- frame, innermost first (depth 0 = the code that made the call), symbolized by the agent. Added within
+-- schema version 1, as drop_windows: readers of a store without it see no stacks.
+CREATE TABLE IF NOT EXISTS step_frames(
+  tx_id    INTEGER NOT NULL,   -- transactions.id
+  step_no  INTEGER NOT NULL,   -- steps.no
+  depth    INTEGER NOT NULL,   -- 0 = innermost
+  function TEXT,               -- demangled; NULL when unknown (stripped, JIT code)
+  module   TEXT NOT NULL,      -- basename of the ELF file, "[vdso]", "?" when unmapped
+  offset   INTEGER NOT NULL,   -- address in the module's own numbering (addr2line -e FILE 0xoffset)
+  PRIMARY KEY(tx_id, step_no, depth)
+) WITHOUT ROWID;
+
 -- Steps folded past the per-transaction step limit (StepSummary in the wire format).
 CREATE TABLE IF NOT EXISTS step_summaries(
   tx_id         INTEGER NOT NULL,
@@ -189,6 +202,41 @@ CREATE TABLE IF NOT EXISTS agent_cost_units(
   encode_row_ps  INTEGER NOT NULL,  -- agent thread: encoding one more row
   cpu_clock_ps   INTEGER NOT NULL,  -- one CLOCK_THREAD_CPUTIME_ID read
   calibration_ns INTEGER NOT NULL   -- CPU the calibration took
+);
+
+-- CPU samples (issue 11, docs/agent.md "CPU samples"): where a row's CPU_T went. Added within schema
+-- version 1 (IF NOT EXISTS: made in older stores when the collector opens them; readers of a store
+-- without them see no samples). Rows only for transactions and rows that have samples.
+CREATE TABLE IF NOT EXISTS cpu_rows(      -- Step.cpu_samples: samples in the row's GAP
+  tx_id   INTEGER NOT NULL,
+  no      INTEGER NOT NULL,               -- steps.no
+  samples INTEGER NOT NULL,
+  PRIMARY KEY(tx_id, no)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cpu_hot(       -- Step.hot: the row's hottest functions (at most 8)
+  tx_id    INTEGER NOT NULL,
+  no       INTEGER NOT NULL,              -- steps.no
+  rank     INTEGER NOT NULL,              -- 0 = most samples
+  function TEXT NOT NULL,                 -- demangled; "[module]" when the module has no name for it
+  module   TEXT,
+  samples  INTEGER NOT NULL,
+  PRIMARY KEY(tx_id, no, rank)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cpu_stacks(    -- Transaction.cpu_stacks: folded stacks for a flame graph
+  tx_id   INTEGER NOT NULL,
+  folded  TEXT NOT NULL,                  -- frames root first, ';'-separated
+  samples INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cpu_stacks_tx ON cpu_stacks(tx_id);
+CREATE TABLE IF NOT EXISTS cpu_tx(        -- per transaction: samples kept and dropped
+  tx_id   INTEGER PRIMARY KEY,
+  samples INTEGER NOT NULL,
+  dropped INTEGER NOT NULL DEFAULT 0      -- Transaction.cpu_samples_dropped
+);
+CREATE TABLE IF NOT EXISTS agent_cpu(     -- AgentInfo.cpu_sampler, DropCounters.cpu_samples_dropped
+  agent_id        INTEGER PRIMARY KEY REFERENCES agents(id),
+  sampler         TEXT,
+  samples_dropped INTEGER NOT NULL DEFAULT 0
 );
 
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');

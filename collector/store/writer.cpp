@@ -97,6 +97,9 @@ Writer::Writer(Db& db)
                    " DO UPDATE SET count=count+excluded.count, elapsed_ns=elapsed_ns+excluded.elapsed_ns"),
       text_insert_(db, "INSERT INTO texts(hash, text) VALUES(?1, ?2) ON CONFLICT(hash) DO NOTHING"),
       text_select_(db, "SELECT id FROM texts WHERE hash = ?1"),
+      frame_insert_(db,
+                    "INSERT INTO step_frames(tx_id, step_no, depth, function, module, offset)"
+                    " VALUES(?1,?2,?3,?4,?5,?6)"),
       link_callee_(db,
                    "UPDATE steps SET callee_tx_id = ?1"
                    " WHERE kind = 'HTTP_CALL' AND ref_id = ?2 AND callee_tx_id IS NULL"),
@@ -107,7 +110,17 @@ Writer::Writer(Db& db)
                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"),
       find_callee_(db,
                    "SELECT id FROM transactions WHERE parent_span_id = ?1 AND parent_span_id != 0"
-                   " ORDER BY id LIMIT 1") {
+                   " ORDER BY id LIMIT 1"),
+      agent_cpu_upsert_(db,
+                        "INSERT INTO agent_cpu(agent_id, sampler, samples_dropped) VALUES(?1,?2,?3)"
+                        " ON CONFLICT(agent_id) DO UPDATE SET sampler=excluded.sampler,"
+                        " samples_dropped=max(samples_dropped, excluded.samples_dropped)"),
+      cpu_rows_insert_(db, "INSERT OR REPLACE INTO cpu_rows(tx_id, no, samples) VALUES(?1,?2,?3)"),
+      cpu_hot_insert_(db,
+                      "INSERT OR REPLACE INTO cpu_hot(tx_id, no, rank, function, module, samples)"
+                      " VALUES(?1,?2,?3,?4,?5,?6)"),
+      cpu_stacks_insert_(db, "INSERT INTO cpu_stacks(tx_id, folded, samples) VALUES(?1,?2,?3)"),
+      cpu_tx_insert_(db, "INSERT OR REPLACE INTO cpu_tx(tx_id, samples, dropped) VALUES(?1,?2,?3)") {
   Stmt any(db, "SELECT EXISTS(SELECT 1 FROM transactions WHERE parent_span_id != 0)");
   any.step();
   any_callee_ = any.i64(0) != 0;
@@ -162,6 +175,7 @@ WriteCounts Writer::write(const v1::Batch& batch, int64_t now) {
     ++counts.transactions;
     if (tx.agent_cost_ns() != 0) cost_insert_.bind(1, row).bind(2, tx.agent_cost_ns()).bind(3, tx.agent_thread_ns()).run();
     for (int i = 0; i < tx.steps_size(); ++i) insert_step(row, i, tx.steps(i), counts);
+    insert_cpu(row, tx);
     for (const auto& s : tx.summary()) {
       insert_summary(row, s);
       ++counts.summaries;
@@ -199,7 +213,33 @@ int64_t Writer::upsert_agent(const v1::Batch& b, int64_t now) {
   s.step();
   int64_t id = s.i64(0);
   s.reset();
+  if (!a.cpu_sampler().empty() || d.cpu_samples_dropped() != 0)
+    agent_cpu_upsert_.bind(1, id).bind_text_or_null(2, a.cpu_sampler()).bind(3, d.cpu_samples_dropped()).run();
   return id;
+}
+
+void Writer::insert_cpu(int64_t tx_row, const v1::Transaction& tx) {
+  uint64_t total = 0;
+  for (int i = 0; i < tx.steps_size(); ++i) {
+    const auto& st = tx.steps(i);
+    if (st.cpu_samples() == 0 && st.hot_size() == 0) continue;
+    total += st.cpu_samples();
+    cpu_rows_insert_.bind(1, tx_row).bind(2, i).bind(3, st.cpu_samples()).run();
+    for (int r = 0; r < st.hot_size(); ++r) {
+      const auto& h = st.hot(r);
+      cpu_hot_insert_.bind(1, tx_row)
+          .bind(2, i)
+          .bind(3, r)
+          .bind_static(4, h.function())
+          .bind_text_or_null(5, h.module())
+          .bind(6, h.samples())
+          .run();
+    }
+  }
+  for (const auto& c : tx.cpu_stacks())
+    cpu_stacks_insert_.bind(1, tx_row).bind_static(2, c.folded()).bind(3, c.samples()).run();
+  if (total != 0 || tx.cpu_samples_dropped() != 0)
+    cpu_tx_insert_.bind(1, tx_row).bind(2, total).bind(3, tx.cpu_samples_dropped()).run();
 }
 
 void Writer::upsert_drop_window(const v1::DropWindow& w, int64_t agent_id, int64_t now) {
@@ -344,6 +384,14 @@ void Writer::insert_step(int64_t tx_row, int no, const v1::Step& st, WriteCounts
   }
   s.run();
   ++counts.steps;
+  for (int d = 0; d < st.stack().frames_size(); ++d) {
+    const auto& f = st.stack().frames(d);
+    frame_insert_.bind(1, tx_row).bind(2, no).bind(3, d);
+    frame_insert_.bind_text_or_null(4, f.function());
+    frame_insert_.bind_static(5, f.module().empty() ? std::string_view("?") : std::string_view(f.module()));
+    frame_insert_.bind(6, f.offset());
+    frame_insert_.run();
+  }
 }
 
 void Writer::insert_summary(int64_t tx_row, const v1::StepSummary& sm) {

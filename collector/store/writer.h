@@ -47,6 +47,8 @@ class Writer {
   void insert_summary(int64_t tx_row, const v1::StepSummary& s);
   // Adds the batch's ShedCount entries to shed_counts; returns the transactions they count.
   uint64_t add_shed_counts(const v1::Batch& b, std::string_view app);
+  // CPU samples (cpu_rows, cpu_hot, cpu_stacks, cpu_tx): nothing for a transaction without samples.
+  void insert_cpu(int64_t tx_row, const v1::Transaction& tx);
   // Id of the texts row holding `text` (inserted when new); NULL-able: returns 0 for an empty text.
   int64_t text_id(std::string_view text);
 
@@ -61,10 +63,12 @@ class Writer {
   Stmt summary_insert_;
   Stmt shed_upsert_;
   Stmt text_insert_, text_select_;
+  Stmt frame_insert_;    // step_frames: a step's stack
   Stmt link_callee_;     // a callee arrived: fill callee_tx_id of the waiting HTTP_CALL step
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
   Stmt cost_insert_;      // agent_cost: the agent's own cost of a transaction
   Stmt cost_units_insert_;  // agent_cost_units: once per agent instance
+  Stmt agent_cpu_upsert_, cpu_rows_insert_, cpu_hot_insert_, cpu_stacks_insert_, cpu_tx_insert_;
   // False while no stored transaction has a caller: then no HTTP_CALL can have a callee yet, and the
   // per-call lookup is skipped (the common case of a service that is nobody's callee).
   bool any_callee_ = false;

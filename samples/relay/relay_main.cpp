@@ -25,6 +25,7 @@ struct Options {
   std::string inner_gzip = "on";  // ask the back-end for gzip
   std::string outer_gzip = "on";  // compress our own response when the client accepts gzip
   int level = 6;
+  bool marks = true;  // --no-marks: no MESSAGE rows of our own (the CPU samples name the stages instead)
 };
 
 void handle_page(const Options& o, const std::string& be_host, uint16_t be_port, const HttpRequest& req,
@@ -49,18 +50,20 @@ void handle_page(const Options& o, const std::string& be_host, uint16_t be_port,
     text = std::move(be.body);
   }
   long long decode_cpu = thread_cpu_ns() - cpu0, decode_wall = mono_ns() - t0;
-  trace::mark(compressed ? "gunzip " + std::to_string(be.body.size()) + " -> " + std::to_string(text.size()) + " bytes"
+  if (o.marks)
+    trace::mark(compressed ? "gunzip " + std::to_string(be.body.size()) + " -> " + std::to_string(text.size()) + " bytes"
                          : "identity body " + std::to_string(text.size()) + " bytes");
 
   std::string page = relay::make_page(text);
-  trace::mark("render page " + std::to_string(page.size()) + " bytes");
+  if (o.marks) trace::mark("render page " + std::to_string(page.size()) + " bytes");
 
   long long cpu1 = thread_cpu_ns();
   resp.headers["Content-Type"] = "text/html; charset=utf-8";
   if (o.outer_gzip == "on" && req.header("accept-encoding").find("gzip") != std::string::npos) {
     resp.body = gzip_compress(page, o.level);
     resp.headers["Content-Encoding"] = "gzip";
-    trace::mark("gzip response " + std::to_string(page.size()) + " -> " + std::to_string(resp.body.size()) + " bytes");
+    if (o.marks)
+      trace::mark("gzip response " + std::to_string(page.size()) + " -> " + std::to_string(resp.body.size()) + " bytes");
   } else {
     resp.body = std::move(page);
   }
@@ -80,7 +83,10 @@ int main(int argc, char** argv) {
   app.add_option("--inner-gzip", o.inner_gzip, "ask the back-end for a gzip body")->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   app.add_option("--outer-gzip", o.outer_gzip, "gzip our response when the client accepts it")->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   app.add_option("--level", o.level, "gzip level 1..9 of our response")->capture_default_str()->check(CLI::Range(1, 9));
+  bool no_marks = false;
+  app.add_flag("--no-marks", no_marks, "add no txray_step rows of our own (the agent's CPU samples still name the stages)");
   CLI11_PARSE(app, argc, argv);
+  o.marks = !no_marks;
 
   std::string host, be_host;
   uint16_t port = 0, be_port = 0;

@@ -18,7 +18,8 @@ namespace {
 
 // GET /price/<id> on this serving thread's kept-alive back-end connection. A connection the back-end
 // closed meanwhile fails once (HttpClient then drops it): reconnect and try again.
-HttpResponse call_backend(uint16_t backend, const std::string& id) {
+// Not inlined: its name is what a stack of a failed call to the back-end shows (tests/e2e/test_stacks.py).
+__attribute__((noinline)) HttpResponse call_backend(uint16_t backend, const std::string& id) {
   thread_local HttpClient client("127.0.0.1", backend);
   try {
     return client.request("GET", "/price/" + id);

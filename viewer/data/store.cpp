@@ -278,6 +278,7 @@ std::optional<Profile> Store::load_profile(int64_t id) {
                            sqlite3_column_int64(sums, 3), sqlite3_column_int64(sums, 4)});
 
   load_agent_cost(p);
+  load_cpu(p);
 
   // The caller: same trace, with an HTTP_CALL whose span id is our parent span (trace_id is indexed).
   if (p.parent_span_id != 0 && !p.trace_id.empty()) {
@@ -296,6 +297,40 @@ int64_t Store::shed_count() {
   if (sqlite3_step(has) != SQLITE_ROW || sqlite3_column_int64(has, 0) == 0) return 0;
   Stmt st{prepare("SELECT coalesce(sum(count), 0) FROM shed_counts")};
   return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+}
+
+void Store::load_cpu(Profile& p) {
+  if (has_cpu_ < 0) {
+    Stmt q{prepare("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                   "('cpu_rows', 'cpu_hot', 'cpu_stacks', 'cpu_tx', 'agent_cpu')")};
+    has_cpu_ = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 5 ? 1 : 0;
+  }
+  if (!has_cpu_) return;
+  Stmt a{prepare("SELECT c.sampler FROM agent_cpu c JOIN transactions t ON t.agent_id = c.agent_id WHERE t.id = ?")};
+  sqlite3_bind_int64(a, 1, p.tx.id);
+  if (sqlite3_step(a) == SQLITE_ROW) p.cpu_sampler = text_of(a, 0);
+  Stmt c{prepare("SELECT samples, dropped FROM cpu_tx WHERE tx_id = ?")};
+  sqlite3_bind_int64(c, 1, p.tx.id);
+  if (sqlite3_step(c) != SQLITE_ROW) return;
+  p.cpu_samples = sqlite3_column_int64(c, 0);
+  p.cpu_samples_dropped = sqlite3_column_int64(c, 1);
+  auto row = [&](int64_t no) -> Step* {
+    for (auto& s : p.steps)
+      if (s.no == no) return &s;
+    return nullptr;
+  };
+  Stmt r{prepare("SELECT no, samples FROM cpu_rows WHERE tx_id = ?")};
+  sqlite3_bind_int64(r, 1, p.tx.id);
+  while (sqlite3_step(r) == SQLITE_ROW)
+    if (Step* s = row(sqlite3_column_int64(r, 0))) s->cpu_samples = sqlite3_column_int64(r, 1);
+  Stmt h{prepare("SELECT no, function, module, samples FROM cpu_hot WHERE tx_id = ? ORDER BY no, rank")};
+  sqlite3_bind_int64(h, 1, p.tx.id);
+  while (sqlite3_step(h) == SQLITE_ROW)
+    if (Step* s = row(sqlite3_column_int64(h, 0)))
+      s->hot.push_back({text_of(h, 1), text_of(h, 2), sqlite3_column_int64(h, 3)});
+  Stmt k{prepare("SELECT folded, samples FROM cpu_stacks WHERE tx_id = ? ORDER BY samples DESC, rowid")};
+  sqlite3_bind_int64(k, 1, p.tx.id);
+  while (sqlite3_step(k) == SQLITE_ROW) p.cpu_stacks.push_back({text_of(k, 0), sqlite3_column_int64(k, 1)});
 }
 
 int64_t Store::count() {

@@ -57,9 +57,12 @@ class Store {
   void load_agent_cost(Profile& p);
   // Adds the unattributed steps of container `id` (START and END rows left out, folded steps included).
   void count_unattributed(int64_t id, KindCounts& out);
+  // The CPU samples of p (rows' hot functions, stacks), when the store has the cpu_* tables.
+  void load_cpu(Profile& p);
 
   sqlite3* db_ = nullptr;
   sqlite3_stmt* count_unattributed_ = nullptr;  // prepared on first use (a store may hold many containers)
+  int has_cpu_ = -1;  // -1: not checked yet
   std::string path_;
   Dict app_index_, name_index_;
   std::vector<std::string> apps_, names_;

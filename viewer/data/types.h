@@ -56,10 +56,24 @@ struct TxSummary {
   std::string client;
 };
 
+// One of a row's hottest functions (CPU samples, docs/agent.md "CPU samples").
+struct HotFunction {
+  std::string function, module;
+  int64_t samples = 0;
+};
+
+// The samples of one stack, frames root first joined by ';' (a flame graph's input).
+struct CpuStack {
+  std::string folded;
+  int64_t samples = 0;
+};
+
 struct Step {
   int no = 0;
   int parent = -1;
   int depth = 0;  // nesting level (0 at the top), from the parent chain
+  int64_t cpu_samples = 0;        // CPU samples in the row's GAP
+  std::vector<HotFunction> hot;   // its hottest functions, most samples first
   std::string kind;
   int64_t start_offset_ns = 0, gap_ns = 0, cpu_ns = 0, elapsed_ns = 0;
   int64_t bytes_read = 0, bytes_written = 0;
@@ -93,6 +107,10 @@ struct Profile {
     double share = 0;  // sum of costs / sum of response times
   };
   std::optional<AppAgentCost> app_agent_cost;
+  // CPU samples (empty for a store or an agent without them).
+  int64_t cpu_samples = 0, cpu_samples_dropped = 0;
+  std::vector<CpuStack> cpu_stacks;
+  std::string cpu_sampler;
 };
 
 using PointBatchPtr = std::shared_ptr<const PointBatch>;

@@ -5,11 +5,15 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "flame_graph.h"
+#include "flame_view.h"
 #include "profile_format.h"
 #include "timeline_delegate.h"
 
@@ -20,7 +24,11 @@ ProfilePanel::ProfilePanel(QWidget* parent)
       model_(new ProfileModel(this)),
       header_(new QPlainTextEdit(this)),
       view_(new QTableView(this)),
-      caller_(new QPushButton(tr("Caller"), this)) {
+      caller_(new QPushButton(tr("Caller"), this)),
+      hot_title_(new QLabel(this)),
+      hot_(new QPlainTextEdit(this)),
+      flame_(new FlameView(this)),
+      cpu_box_(new QWidget(this)) {
   view_->setObjectName("profileSteps");
   header_->setObjectName("profileHeader");
   const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
@@ -60,17 +68,43 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   view_->setColumnWidth(ProfileModel::kCpu, fm.horizontalAdvance("00,000") + 12);
   view_->setColumnWidth(ProfileModel::kTimeline, 220);
 
+  hot_->setObjectName("hotFunctions");
+  hot_->setReadOnly(true);
+  hot_->setFont(mono);
+  hot_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  auto* hot_col = new QVBoxLayout;
+  hot_col->setContentsMargins(0, 0, 0, 0);
+  hot_col->addWidget(hot_title_);
+  hot_col->addWidget(hot_, 1);
+  auto* flame_col = new QVBoxLayout;
+  flame_col->setContentsMargins(0, 0, 0, 0);
+  flame_col->addWidget(new QLabel(tr("Flame graph of the transaction's CPU samples"), this));
+  flame_col->addWidget(flame_, 1);
+  auto* cpu_row = new QHBoxLayout(cpu_box_);
+  cpu_row->setContentsMargins(0, 0, 0, 0);
+  cpu_row->addLayout(hot_col, 1);
+  cpu_row->addLayout(flame_col, 2);
+  cpu_box_->setVisible(false);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(view_);
+  split->addWidget(cpu_box_);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(buttons);
   layout->addWidget(header_);
-  layout->addWidget(view_, 1);
+  layout->addWidget(split, 1);
 
   connect(back, &QPushButton::clicked, this, &ProfilePanel::backRequested);
   connect(copy, &QPushButton::clicked, this, &ProfilePanel::copyToClipboard);
   connect(caller_, &QPushButton::clicked, this, [this] {
     if (model_->profile() && model_->profile()->caller_tx_id) emit openTransaction(*model_->profile()->caller_tx_id);
   });
+  connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { showHot(current.isValid() ? current.row() : -1); });
   connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
     const QVariant callee = index.siblingAtColumn(ProfileModel::kMessage).data(ProfileModel::CalleeRole);
     if (callee.isValid()) emit openTransaction(callee.toLongLong());
@@ -80,8 +114,44 @@ ProfilePanel::ProfilePanel(QWidget* parent)
 void ProfilePanel::setProfile(ProfilePtr profile) {
   header_->setPlainText(profile ? QString::fromStdString(profile_header(*profile)) : QString());
   caller_->setEnabled(profile && profile->caller_tx_id);
+  const bool cpu = profile && profile->cpu_samples > 0;
+  flame_->setStacks(cpu ? profile->cpu_stacks : std::vector<CpuStack>{});
+  cpu_box_->setVisible(cpu);
   model_->setProfile(std::move(profile));
+  showHot(-1);
 }
+
+void ProfilePanel::showHot(int row) {
+  const auto& p = model_->profile();
+  if (!p) {
+    hot_title_->clear();
+    hot_->clear();
+    return;
+  }
+  if (row < 0 || row >= int(p->steps.size()) || p->steps[size_t(row)].cpu_samples == 0) {
+    // Nothing (or a row without samples) selected: the row with the most samples.
+    int best = -1;
+    for (size_t i = 0; i < p->steps.size(); ++i)
+      if (p->steps[i].cpu_samples > 0 && (best < 0 || p->steps[i].cpu_samples > p->steps[size_t(best)].cpu_samples))
+        best = int(i);
+    if (row >= 0 && row < int(p->steps.size())) {
+      hot_title_->setText(tr("Row %1: no CPU samples in its GAP").arg(p->steps[size_t(row)].no));
+      hot_->clear();
+      return;
+    }
+    row = best;
+  }
+  if (row < 0) {
+    hot_title_->clear();
+    hot_->clear();
+    return;
+  }
+  const Step& s = p->steps[size_t(row)];
+  hot_title_->setText(tr("Hot functions of row %1 (%2 samples in its GAP)").arg(s.no).arg(s.cpu_samples));
+  hot_->setPlainText(QString::fromStdString(hot_functions_text(s)));
+}
+
+QString ProfilePanel::hotText() const { return hot_title_->text() + "\n" + hot_->toPlainText(); }
 
 QString ProfilePanel::headerText() const { return header_->toPlainText(); }
 

@@ -10,6 +10,7 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTableView;
+class QLabel;
 
 namespace txray::viewer {
 
@@ -34,6 +35,17 @@ class ProfilePanel : public QWidget {
   QPlainTextEdit* header_;
   QTableView* view_;
   QPushButton* caller_;
+  // CPU samples: the selected row's hot functions (the row with most samples until one is selected), and
+  // the whole transaction's flame graph.
+  void showHot(int row);
+  QLabel* hot_title_;
+  QPlainTextEdit* hot_;
+  class FlameView* flame_;
+  QWidget* cpu_box_;
+
+ public:
+  QString hotText() const;
+  class FlameView* flameView() const { return flame_; }
 };
 
 }  // namespace txray::viewer

@@ -1,0 +1,350 @@
+#include "cpu_sampler.h"
+
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>  // types and constants only: the functions come from the dlopen()ed library
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "config.h"
+#include "stack_capture.h"
+#include "transaction.h"
+
+namespace txray::cpu {
+namespace {
+
+// A thread's sample buffer. The handler (on this thread only) writes slot n and then publishes n + 1;
+// end() (on any thread) clears `owner` first and then copies the published slots, so a handler that
+// was already past its check writes a slot nobody reads. Held by the thread (until it exits) and by
+// the transaction being sampled: the last one to let go unmaps it.
+struct ThreadBuf {
+  std::atomic<int> refs{1};
+  std::atomic<Transaction*> owner{nullptr};  // the transaction being sampled, nullptr: none
+  std::atomic<uint32_t> n{0};                // samples published
+  std::atomic<uint32_t> over{0};             // samples past the cap
+  std::atomic<bool> contended{false};        // another transaction began on the thread meanwhile
+  std::atomic<bool> thread_alive{true};
+  uint32_t idle = 0;                         // samples in a row outside a transaction (kept armed)
+  uint32_t strikes = 0;                      // contended transactions: after a few, never sample the thread
+  bool has_timer = false;
+  bool armed = false;
+  timer_t timer{};
+  uint32_t tid = 0;
+  uint32_t cap = 0;
+  timespec remaining{};                      // the timer's time left at the last disarm (phase kept)
+  size_t bytes = 0;
+  size_t slot = 0;                           // in g_timers
+  RawSample s[1];                            // cap of them (mmap'd: untouched pages cost nothing)
+};
+
+constexpr uint32_t kMaxStrikes = 4;
+constexpr uint32_t kMaxIdleSamples = 10;  // kept armed: stopped after this many samples outside a transaction
+
+std::atomic<int> g_signal{0};        // 0: not sampling
+std::atomic<bool> g_stopped{false};  // the program took the signal
+std::atomic<uint64_t> g_dropped{0};
+std::atomic<uint64_t> g_taken{0};
+uint64_t g_period_ns = 10'000'000;
+uint32_t g_cap = 256;
+bool g_keep_armed = false;
+char g_why_off[96] = "not started";
+
+// Every thread's timer, so that all of them can be stopped at once when the program takes the signal
+// (host_takes_signal). A thread that finds no free slot does not sample.
+constexpr size_t kTimerSlots = 4096;
+std::atomic<uintptr_t> g_timers[kTimerSlots];  // timer id + 1 (ids start at 0); 0 = free
+bool take_timer_slot(timer_t t, size_t* index) {
+  for (size_t i = 0; i < kTimerSlots; ++i) {
+    uintptr_t zero = 0;
+    if (g_timers[i].load(std::memory_order_relaxed) == 0 &&
+        g_timers[i].compare_exchange_strong(zero, reinterpret_cast<uintptr_t>(t) + 1, std::memory_order_acq_rel)) {
+      *index = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// libunwind's local unwinder, from the copy stack_capture.h loaded RTLD_LOCAL (never linked: see there).
+// The walk starts from the signal's own context (unw_init_local2 with UNW_INIT_SIGNAL_FRAME), so the
+// first address is the interrupted instruction and no frame of the handler or the kernel's trampoline
+// is taken.
+using InitLocal2Fn = int (*)(unw_cursor_t*, unw_context_t*, int);
+using GetRegFn = int (*)(unw_cursor_t*, unw_regnum_t, unw_word_t*);
+using StepFn = int (*)(unw_cursor_t*);
+InitLocal2Fn g_init_local2 = nullptr;
+GetRegFn g_get_reg = nullptr;
+StepFn g_step = nullptr;
+
+bool load_unwinder() {
+  if (!stacks::preload()) return false;
+  void* h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) return false;
+  g_init_local2 = reinterpret_cast<InitLocal2Fn>(dlsym(h, "_ULx86_64_init_local2"));
+  g_get_reg = reinterpret_cast<GetRegFn>(dlsym(h, "_ULx86_64_get_reg"));
+  g_step = reinterpret_cast<StepFn>(dlsym(h, "_ULx86_64_step"));
+  return g_init_local2 && g_get_reg && g_step;
+}
+
+thread_local ThreadBuf* t_buf __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_never __attribute__((tls_model("initial-exec"))) = false;
+
+pthread_key_t g_key;
+bool g_key_ok = false;
+
+void release(ThreadBuf* b) {
+  if (b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) munmap(b, b->bytes);
+}
+
+void disarm(ThreadBuf* b) {
+  if (!b->armed) return;
+  itimerspec zero{};
+  itimerspec old{};
+  if (timer_settime(b->timer, 0, &zero, &old) == 0) b->remaining = old.it_value;
+  b->armed = false;
+}
+
+void on_thread_exit(void* p) {
+  auto* b = static_cast<ThreadBuf*>(p);
+  if (!b || b != t_buf) return;
+  t_buf = nullptr;
+  b->thread_alive.store(false, std::memory_order_release);
+  if (b->has_timer) {
+    g_timers[b->slot].store(0, std::memory_order_release);
+    timer_delete(b->timer);
+  }
+  b->has_timer = b->armed = false;
+  release(b);
+}
+
+void handler(int, siginfo_t* si, void* uc) {
+  if (si->si_code != SI_TIMER) return;  // sent by someone else (kill/sigqueue): not a sample
+  int saved = errno;
+  ThreadBuf* b = t_buf;
+  if (b) {
+    if (!b->owner.load(std::memory_order_acquire)) {
+      // Outside a transaction (or its transaction ended on another thread): stop the timer, at once or
+      // after a few such samples when kept armed (timer_settime is async-signal-safe).
+      if (!g_keep_armed || ++b->idle >= kMaxIdleSamples) disarm(b);
+    } else {
+      uint32_t i = b->n.load(std::memory_order_relaxed);
+      if (i >= b->cap) {
+        b->over.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        RawSample& s = b->s[i];
+        timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        s.mono_ns = uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+        uint32_t k = 0;
+        unw_cursor_t cur;
+        if (g_init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) == 0) {
+          do {
+            unw_word_t ip = 0;
+            if (g_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+            s.ip[k++] = uintptr_t(ip);
+          } while (k < kMaxFrames && g_step(&cur) > 0);
+        }
+        s.frames = k;
+        if (k > 0) b->n.store(i + 1, std::memory_order_release);
+        g_taken.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  errno = saved;
+}
+
+ThreadBuf* own_buf() {
+  if (t_buf) return t_buf;
+  if (t_never) return nullptr;
+  size_t bytes = sizeof(ThreadBuf) + sizeof(RawSample) * (g_cap - 1);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    t_never = true;
+    return nullptr;
+  }
+  auto* b = new (p) ThreadBuf;
+  b->bytes = bytes;
+  b->cap = g_cap;
+  b->tid = tx::this_tid();
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = g_signal.load(std::memory_order_relaxed);
+  ev._sigev_un._tid = pid_t(b->tid);
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &b->timer) != 0) {
+    munmap(p, bytes);
+    t_never = true;
+    return nullptr;
+  }
+  if (!take_timer_slot(b->timer, &b->slot)) {
+    timer_delete(b->timer);
+    munmap(p, bytes);
+    t_never = true;
+    return nullptr;
+  }
+  b->has_timer = true;
+  t_buf = b;
+  if (g_key_ok) pthread_setspecific(g_key, b);
+  return b;
+}
+
+bool host_uses(int sig) {
+  struct sigaction old;
+  if (sigaction(sig, nullptr, &old) != 0) return true;
+  if (old.sa_flags & SA_SIGINFO) return old.sa_sigaction != handler;
+  return old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN;
+}
+
+}  // namespace
+
+void init(const Config& c) {
+  if (!c.cpu_samples) {
+    std::snprintf(g_why_off, sizeof g_why_off, "off (TXRAY_CPU_SAMPLES=0)");
+    return;
+  }
+  if (!load_unwinder()) {
+    std::snprintf(g_why_off, sizeof g_why_off, "off (libunwind.so.8 not found)");
+    return;
+  }
+  g_period_ns = uint64_t(c.cpu_sample_ms) * 1'000'000ull;
+  g_cap = c.cpu_samples_max ? c.cpu_samples_max : 1;
+  g_keep_armed = c.cpu_sample_keep_armed;
+  // A real-time signal the program has no handler for, from SIGRTMAX-3 down (SIGRTMIN.. are the ones
+  // programs pick first; glibc keeps 32 and 33 below SIGRTMIN for itself).
+  int sig = 0;
+  if (c.cpu_sample_signal) {
+    if (!host_uses(c.cpu_sample_signal)) sig = c.cpu_sample_signal;
+  } else {
+    for (int s = SIGRTMAX - 3; s >= SIGRTMAX - 10 && s > SIGRTMIN; --s)
+      if (!host_uses(s)) {
+        sig = s;
+        break;
+      }
+  }
+  if (!sig) {
+    std::snprintf(g_why_off, sizeof g_why_off, "off (no free real-time signal)");
+    return;
+  }
+  struct sigaction sa{};
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&sa.sa_mask);  // nothing else runs on this thread while a sample is taken
+  if (sigaction(sig, &sa, nullptr) != 0) {
+    std::snprintf(g_why_off, sizeof g_why_off, "off (sigaction: %s)", std::strerror(errno));
+    return;
+  }
+  g_key_ok = pthread_key_create(&g_key, on_thread_exit) == 0;
+  // Warm libunwind up here, not in the first signal handler (it sets up its address space lazily).
+  uintptr_t warm[4];
+  stacks::capture(warm, 4, false);
+  g_signal.store(sig, std::memory_order_release);
+}
+
+Mechanism mechanism() {
+  return g_signal.load(std::memory_order_relaxed) && !g_stopped.load(std::memory_order_relaxed)
+             ? Mechanism::signal
+             : Mechanism::off;
+}
+
+std::string status() {
+  int sig = g_signal.load(std::memory_order_relaxed);
+  char buf[128];
+  if (!sig) return g_why_off;
+  if (g_stopped.load(std::memory_order_relaxed))
+    std::snprintf(buf, sizeof buf, "off (the program took signal %d)", sig);
+  else
+    std::snprintf(buf, sizeof buf, "signal %d, every %llu us of thread CPU%s", sig,
+                  (unsigned long long)(g_period_ns / 1000), g_keep_armed ? "" : ", armed per transaction");
+  return buf;
+}
+
+void on_begin(Transaction* t) {
+  if (!g_signal.load(std::memory_order_relaxed) || g_stopped.load(std::memory_order_relaxed)) return;
+  ThreadBuf* b = own_buf();
+  if (!b) return;
+  if (b->owner.load(std::memory_order_relaxed)) {
+    // Two transactions in flight on one thread: samples cannot say whose they are.
+    b->contended.store(true, std::memory_order_relaxed);
+    return;
+  }
+  if (b->strikes >= kMaxStrikes) return;
+  b->n.store(0, std::memory_order_relaxed);
+  b->over.store(0, std::memory_order_relaxed);
+  b->contended.store(false, std::memory_order_relaxed);
+  b->refs.fetch_add(1, std::memory_order_relaxed);
+  t->cpu_buf = b;
+  b->owner.store(t, std::memory_order_release);
+  b->idle = 0;
+  if (b->armed && g_keep_armed) return;
+  itimerspec it{};
+  it.it_interval.tv_sec = time_t(g_period_ns / 1'000'000'000ull);
+  it.it_interval.tv_nsec = long(g_period_ns % 1'000'000'000ull);
+  it.it_value = (b->remaining.tv_sec || b->remaining.tv_nsec) ? b->remaining : it.it_interval;
+  if (timer_settime(b->timer, 0, &it, nullptr) == 0) b->armed = true;
+}
+
+void on_end(Transaction* t) {
+  auto* b = static_cast<ThreadBuf*>(t->cpu_buf);
+  if (!b) return;
+  t->cpu_buf = nullptr;
+  b->owner.store(nullptr, std::memory_order_release);
+  bool own_thread = b == t_buf;
+  // Armed per transaction: stopped here, or by the thread's next sample when the end is on another thread.
+  if (own_thread && !g_keep_armed) disarm(b);
+  uint32_t n = b->n.load(std::memory_order_acquire);
+  uint32_t over = b->over.load(std::memory_order_relaxed);
+  if (b->contended.load(std::memory_order_relaxed)) {
+    if (own_thread) ++b->strikes;
+    g_dropped.fetch_add(n + over, std::memory_order_relaxed);
+    t->cpu_samples_dropped = n + over;
+  } else if (n > 0) {
+    try {
+      t->cpu_samples.assign(b->s, b->s + n);
+      t->cpu_samples_dropped = over;
+      g_dropped.fetch_add(over, std::memory_order_relaxed);
+    } catch (...) {
+      g_dropped.fetch_add(n + over, std::memory_order_relaxed);
+    }
+  } else {
+    t->cpu_samples_dropped = over;
+    g_dropped.fetch_add(over, std::memory_order_relaxed);
+  }
+  release(b);
+}
+
+void check_host_signal() {
+  int sig = g_signal.load(std::memory_order_relaxed);
+  if (!sig || g_stopped.load(std::memory_order_relaxed)) return;
+  if (host_uses(sig)) host_takes_signal();
+}
+
+bool is_sample_signal(int sig) { return sig != 0 && sig == g_signal.load(std::memory_order_relaxed); }
+
+void host_takes_signal() {
+  if (g_stopped.exchange(true)) return;
+  // Every timer stopped before the program's handler is in place: none of our signals should reach it.
+  itimerspec zero{};
+  for (auto& slot : g_timers)
+    if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v - 1), 0, &zero, nullptr);
+}
+
+void after_fork_child() {
+  // Timers are not inherited; the buffer's memory is (this thread's copy), and is left alone.
+  t_buf = nullptr;
+  if (g_key_ok) pthread_setspecific(g_key, nullptr);
+  for (auto& slot : g_timers) slot.store(0, std::memory_order_relaxed);
+}
+
+uint64_t dropped_total() { return g_dropped.load(std::memory_order_relaxed); }
+uint64_t taken_total() { return g_taken.load(std::memory_order_relaxed); }
+
+}  // namespace txray::cpu

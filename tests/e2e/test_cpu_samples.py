@@ -1,0 +1,186 @@
+"""CPU samples of each GAP (issue 11, part 2): the agent samples a transaction's thread on its CPU time
+and attributes every sample to the row whose GAP it falls in.
+
+- the relay sample without its own marks (--no-marks): the transaction's big CPU row names zlib's deflate
+  functions for at least half of its samples, in `show --json` (per row: function, module, samples), as
+  a "hot:" line under the row in `txray show`, and in the report's slowest transactions;
+- the burner sample: the row after the back-end read (the burn) names the burn function;
+- TXRAY_CPU_SAMPLES=0: no samples, and the agent says the sampler is off;
+- programs with signals of their own (tests/reliability/subjects/cpu_signals.c), sampled every 1 ms of
+  CPU so the timer fires often: one that profiles itself with SIGPROF and treats EINTR as fatal keeps
+  its SIGPROF, never sees EINTR, prints what it prints bare; one that takes the sampler's signal for
+  itself mid-run gets none of the sampler's signals, only its own."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "samples"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
+
+from reltools import subject  # noqa: E402
+from sampletools import BIN, Server, http_get  # noqa: E402
+from txraytest import (TXRAY, Collector, TxrayTestCase, agent_env, bare_env, check_sums, show_json, show_text,  # noqa: E402
+                       wait_transactions)
+
+ZLIB_DEFLATE = ("deflate", "longest_match", "fill_window", "compress_block", "send_tree", "build_tree",
+                "_tr_", "crc32")
+
+
+def named(db, app, name, n, timeout=30.0):
+    """The transactions of `app` called `name` (a sample server's readiness probes are others), once n
+    are stored."""
+    deadline = time.monotonic() + timeout
+    while True:
+        txs = [t for t in show_json(db, "--app", app, "--last", "50") if t["name"] == name]
+        if len(txs) >= n or time.monotonic() > deadline:
+            return txs
+        time.sleep(0.2)
+
+
+def big_cpu_row(tx):
+    return max(tx["steps"], key=lambda s: s["cpu_ns"])
+
+
+def is_deflate(h):
+    return h["module"].startswith("libz.so") and any(k in h["function"] for k in ZLIB_DEFLATE)
+
+
+class CpuSamplesTest(TxrayTestCase):
+    def test_relay_without_marks_names_deflate(self):
+        with Collector(self.tmp) as c:
+            backend = Server([os.path.join(BIN, "txray-relay-backend")], env=bare_env())
+            try:
+                text = http_get(backend.port, "/text")[2]
+                relay = Server([os.path.join(BIN, "txray-relay"), "--backend", backend.addr(), "--inner-gzip=off",
+                                "--level=9", "--no-marks"], env=agent_env(c.endpoint, app="relay-nomarks"))
+                try:
+                    for _ in range(3):
+                        status, _, body = http_get(relay.port, "/page", {"Accept-Encoding": "gzip"}, timeout=120)
+                        self.assertEqual(status, 200)
+                        self.assertTrue(gzip.decompress(body).endswith(text + b"</pre></body></html>\n"))
+                finally:
+                    self.assertEqual(relay.stop(), 0)
+            finally:
+                self.assertEqual(backend.stop(), 0)
+            wait_transactions(c.db, 3)
+        txs = named(c.db, "relay-nomarks", "GET /page", 3)
+        self.assertEqual(len(txs), 3)
+        self.assertTrue(all(t["cpu_sampler"].startswith("signal ") for t in txs), txs[0].get("cpu_sampler"))
+        shares = []
+        for tx in txs:
+            check_sums(self, tx)
+            self.assertFalse([s for s in tx["steps"] if s["kind"] == "MESSAGE"], "no marks of the relay's own")
+            row = big_cpu_row(tx)
+            # ~10 ms of thread CPU per sample: a row's samples follow its CPU_T (wide margins: a loaded VM).
+            expected = row["cpu_ns"] / 10e6
+            self.assertGreaterEqual(row.get("cpu_samples", 0), max(3, 0.5 * expected), row)
+            self.assertLessEqual(row["cpu_samples"], 1.5 * expected + 3, row)
+            self.assertEqual(sum(s.get("cpu_samples", 0) for s in tx["steps"]), tx["cpu_samples"])
+            deflate = sum(h["samples"] for h in row["hot"] if is_deflate(h))
+            shares.append(deflate / row["cpu_samples"])
+            self.assertGreaterEqual(deflate / row["cpu_samples"], 0.5, row["hot"])
+            # The flame graph's stacks hold every sample, root first; deflate under the relay's gzip_compress.
+            self.assertEqual(sum(st["samples"] for st in tx["cpu_stacks"]) + tx["cpu_samples_dropped"],
+                             tx["cpu_samples"] + tx["cpu_samples_dropped"])
+            self.assertTrue(any("gzip_compress" in st["folded"] and "deflate" in st["folded"]
+                                for st in tx["cpu_stacks"]), tx["cpu_stacks"][:3])
+        # The report's slowest transactions name their hottest functions.
+        report = json.loads(subprocess.run([TXRAY, "report", "--db", c.db, "--format", "json"], check=True,
+                                           capture_output=True, text=True).stdout)
+        self.assertTrue(report["slowest"][0]["hot"].startswith("deflate (libz.so.1)"), report["slowest"][0])
+        text_out = show_text(c.db, "--app", "relay-nomarks", "--last", "1")
+        self.assertIn("hot: deflate", text_out)
+        self.assertIn("(libz.so.1)", text_out)
+        print(f"\nrelay --no-marks: big CPU row's deflate share {', '.join(f'{s:.0%}' for s in shares)}; "
+              + next(line.strip() for line in text_out.splitlines() if "hot:" in line))
+
+    def test_burner_rows_name_the_burn_function(self):
+        with Collector(self.tmp) as c:
+            backend = Server([os.path.join(BIN, "txray-burner"), "backend", "--listen", "127.0.0.1:0",
+                              "--bytes", "100000"], channels=("tcp",), env=bare_env())
+            try:
+                serve = Server([os.path.join(BIN, "txray-burner"), "serve", "--listen", "127.0.0.1:0", "--backend",
+                                f"127.0.0.1:{backend.ports['tcp']}", "--burn-ms", "150"],
+                               env=agent_env(c.endpoint, app="burner-cpu"))
+                try:
+                    for _ in range(3):
+                        self.assertEqual(http_get(serve.port, "/x", timeout=60)[0], 200)
+                finally:
+                    self.assertEqual(serve.stop(), 0)
+            finally:
+                self.assertEqual(backend.stop(), 0)
+            wait_transactions(c.db, 3)
+        txs = named(c.db, "burner-cpu", "GET /x", 3)
+        self.assertEqual(len(txs), 3)
+        for tx in txs:
+            check_sums(self, tx)
+            # The row with the samples (the burn is in END's GAP; a CPU_T is 0 when its row was made on
+            # another thread than the previous one, the samples are placed by time all the same).
+            row = max(tx["steps"], key=lambda s: s.get("cpu_samples", 0))
+            self.assertGreaterEqual(row.get("cpu_samples", 0), 5, tx)
+            # The burn loop reads the thread CPU clock (a system call) every 2,000 iterations, and a signal
+            # is delivered on the way out of the kernel: many samples land in clock_gettime, called by the
+            # burn function. The row names the burn function, and nearly every stack runs through it.
+            burn = sum(h["samples"] for h in row["hot"] if "burn_cpu_us" in h["function"])
+            self.assertGreaterEqual(burn / row["cpu_samples"], 0.25, row["hot"])
+            under = sum(st["samples"] for st in tx["cpu_stacks"] if "burn_cpu_us" in st["folded"])
+            self.assertGreaterEqual(under / tx["cpu_samples"], 0.8, tx["cpu_stacks"][:4])
+            self.assertTrue(all(h["module"] == "txray-burner" for h in row["hot"] if "burn_cpu_us" in h["function"]))
+
+    def test_off(self):
+        with Collector(self.tmp) as c:
+            argv = [subject("cpu_signals"), "sigprof", "4", "30000"]
+            run = subprocess.run(argv, env=agent_env(c.endpoint, app="cpu-off", extra={"TXRAY_CPU_SAMPLES": "0"}),
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            wait_transactions(c.db, 8)
+        txs = show_json(c.db, "--app", "cpu-off", "--last", "8")
+        self.assertEqual(len(txs), 8)
+        for tx in txs:
+            self.assertNotIn("cpu_samples", tx)
+            self.assertEqual(tx["cpu_sampler"], "off (TXRAY_CPU_SAMPLES=0)")
+
+    def run_subject(self, app, *args):
+        argv = [subject("cpu_signals"), *args]
+        bare = subprocess.run(argv, env=bare_env(), capture_output=True, text=True, timeout=120)
+        with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/{app}.sock", db=f"{self.tmp}/{app}.db") as c:
+            traced = subprocess.run(argv, env=agent_env(c.endpoint, app=app, extra={"TXRAY_CPU_SAMPLE_MS": "1"}),
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout),
+                             f"bare: {bare.stderr} traced: {traced.stderr}")
+            self.assertNotIn("EINTR", traced.stderr)
+            n = int(args[1])
+            wait_transactions(c.db, 2 * n, timeout=60)
+            txs = show_json(c.db, "--last", str(2 * n))
+        self.assertEqual(len(txs), 2 * n)
+        return bare, traced, txs
+
+    def test_program_with_its_own_sigprof_and_fatal_eintr(self):
+        n = 100
+        bare, traced, txs = self.run_subject("cpu-sigprof", "sigprof", str(n), "5000")
+        self.assertIn("own SIGPROF received: yes", traced.stdout)
+        samples = sum(t.get("cpu_samples", 0) for t in txs)
+        # 2 x 100 transactions of >= 5 ms of CPU each, sampled every 1 ms: hundreds of samples.
+        self.assertGreater(samples, 200)
+        self.assertTrue(any("burn" in h["function"] for t in txs for s in t["steps"] for h in s.get("hot", [])))
+        print(f"\nown SIGPROF ({traced.stderr.split('sigprof ')[1].split()[0]} ticks) and a sample every 1 ms: "
+              f"{samples} samples in {len(txs)} transactions, no EINTR, output as bare")
+
+    def test_program_that_takes_the_samplers_signal(self):
+        n = 40
+        # The sampler's signal: the agent says which one it uses.
+        probe = self.run_subject("cpu-probe", "sigprof", "2", "20000")[2]
+        sig = int(probe[0]["cpu_sampler"].split()[1].rstrip(","))
+        bare, traced, txs = self.run_subject("cpu-take", "take", str(n), "5000", str(sig))
+        self.assertIn(f"own signal {sig} received: 1, from elsewhere: 0", traced.stdout)
+        first = [t for t in txs if t["name"] in {f"call {i}" for i in range(n // 2 - 1)}]
+        self.assertTrue(any(t.get("cpu_samples", 0) > 0 for t in first), "sampled before the program took it")
+        self.assertTrue(txs[-1]["cpu_sampler"].startswith("off (the program took signal"), txs[-1]["cpu_sampler"])
+
+
+if __name__ == "__main__":
+    unittest.main()
