@@ -163,7 +163,8 @@ json to_json(const Report& r) {
                             {"dominant", cost_name(x.dominant)},
                             {"dominant_ms", ms(x.dominant_ns)},
                             {"step_no", x.step_no},
-                            {"step", x.step}});
+                            {"step", x.step},
+                            {"step_stack", x.step_stack}});
   j["names"] = json::array();
   for (const auto& n : r.names)
     j["names"].push_back({{"app", n.app},

@@ -60,7 +60,12 @@ struct SlowTx {
   int64_t dominant_ns = 0;    // time attributed to the dominant cost
   int step_no = -1;           // profile row responsible (steps.no), -1 when none
   std::string step;           // what that row is, e.g. "SQL SELECT … [812 ms] x12"
+  // That row's stack when it failed or was slow (step_frames): its top frames, innermost first, each
+  // "function (module+0xoff)"; empty when it has none.
+  std::vector<std::string> step_stack;
 };
+
+inline constexpr int kStackFramesShown = 3;  // frames of the responsible step's stack in the slowest table
 
 struct NameRow {
   std::string app, name;

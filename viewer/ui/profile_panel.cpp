@@ -20,7 +20,8 @@ ProfilePanel::ProfilePanel(QWidget* parent)
       model_(new ProfileModel(this)),
       header_(new QPlainTextEdit(this)),
       view_(new QTableView(this)),
-      caller_(new QPushButton(tr("Caller"), this)) {
+      caller_(new QPushButton(tr("Caller"), this)),
+      stack_(new QPlainTextEdit(this)) {
   view_->setObjectName("profileSteps");
   header_->setObjectName("profileHeader");
   const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
@@ -65,6 +66,15 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   layout->addLayout(buttons);
   layout->addWidget(header_);
   layout->addWidget(view_, 1);
+  stack_->setObjectName("profileStack");
+  stack_->setReadOnly(true);
+  stack_->setFont(mono);
+  stack_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  stack_->setPlaceholderText(tr("Select a row: a failed or slow step shows the stack that made the call."));
+  stack_->setFixedHeight(QFontMetrics(mono).lineSpacing() * 9 + 10);
+  layout->addWidget(stack_);
+  connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { showStackOf(current.isValid() ? current.row() : -1); });
 
   connect(back, &QPushButton::clicked, this, &ProfilePanel::backRequested);
   connect(copy, &QPushButton::clicked, this, &ProfilePanel::copyToClipboard);
@@ -81,7 +91,22 @@ void ProfilePanel::setProfile(ProfilePtr profile) {
   header_->setPlainText(profile ? QString::fromStdString(profile_header(*profile)) : QString());
   caller_->setEnabled(profile && profile->caller_tx_id);
   model_->setProfile(std::move(profile));
+  showStackOf(-1);
 }
+
+void ProfilePanel::showStackOf(int row) {
+  const Profile* p = model_->profile().get();
+  if (!p || row < 0 || row >= static_cast<int>(p->steps.size())) {
+    stack_->clear();
+    return;
+  }
+  const Step& s = p->steps[static_cast<size_t>(row)];
+  stack_->setPlainText(s.stack.empty() ? QString()
+                                       : QString::fromStdString("stack of row " + std::to_string(s.no) + ":\n" +
+                                                                stack_text(s)));
+}
+
+QString ProfilePanel::stackText() const { return stack_->toPlainText(); }
 
 QString ProfilePanel::headerText() const { return header_->toPlainText(); }
 
