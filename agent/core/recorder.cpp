@@ -93,7 +93,8 @@ void share_text(Step& st, const SharedText& text) {
 // Takes the calling thread's stack into a step that failed or was slow: once per step, inside the
 // recorder section (a signal handler's hooked call cannot re-enter here while libunwind walks).
 __attribute__((noinline)) void take_stack(Step& st) {
-  if (st.stack || !stacks::settings().on) return;
+  // A step past the step limit becomes a summary line when closed: no row to hold a stack.
+  if (st.stack || st.folded || !stacks::settings().on) return;
   uintptr_t ips[stacks::kMaxFrames];
   int n = stacks::capture(ips, stacks::kMaxFrames);
   if (n <= 0) return stacks::note_missed();

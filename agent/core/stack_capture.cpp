@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "config.h"
+
 namespace txray::stacks {
 namespace {
 
@@ -93,6 +95,7 @@ bool preload() {
   if (!g_state.compare_exchange_strong(st, 1)) return g_state.load(std::memory_order_acquire) == 2;
   bool ok = load();
   g_state.store(ok ? 2 : 3, std::memory_order_release);
+  if (!ok) debug_log("libunwind.so.8 could not be loaded (package libunwind8): no stacks of failed and slow steps");
   return ok;
 }
 

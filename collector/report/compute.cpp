@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -160,6 +161,14 @@ void slowest_hot_functions(const Db& db, Report& r) {
   }
 }
 
+// "function (module+0x1a2b)", or "module+0x1a2b" when the function is unknown (as `txray show` prints it).
+std::string frame_text(std::string_view function, std::string_view module, int64_t offset) {
+  char off[32];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(offset));
+  if (function.empty()) return std::string(module) + off;
+  return std::string(function) + " (" + std::string(module) + off + ")";
+}
+
 void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
   std::vector<const TxRec*> order;
   order.reserve(sel.txs.size());
@@ -177,6 +186,13 @@ void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
   Stmt folded(db,
               "SELECT f.kind, f.fingerprint, t.text, f.count, f.elapsed_ns "
               "FROM step_summaries f LEFT JOIN texts t ON t.id = f.text_id WHERE f.tx_id = ?");
+  // The responsible step's stack (a store written before stacks has no step_frames table).
+  Stmt has_frames(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'step_frames'");
+  has_frames.step();
+  std::unique_ptr<Stmt> frames;
+  if (has_frames.i64(0) > 0)
+    frames = std::make_unique<Stmt>(db, "SELECT function, module, offset FROM step_frames WHERE tx_id = ? AND step_no = ?"
+                                        " ORDER BY depth LIMIT " + std::to_string(kStackFramesShown));
   for (size_t i = 0; i < n; ++i) {
     const TxRec& t = *order[i];
     SlowTx s;
@@ -228,6 +244,13 @@ void compute_slowest(const Db& db, const Selection& sel, int top, Report& r) {
     s.dominant_ns = d.ns;
     s.step_no = d.step_no;
     s.step = d.step;
+    if (frames && s.step_no >= 0) {
+      frames->reset();
+      frames->bind(1, t.id);
+      frames->bind(2, static_cast<int64_t>(s.step_no));
+      while (frames->step())
+        s.step_stack.push_back(frame_text(frames->text(0), frames->text(1), frames->i64(2)));
+    }
     r.slowest.push_back(std::move(s));
   }
   slowest_hot_functions(db, r);

@@ -9,6 +9,12 @@ namespace txray::report {
 namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
+// The responsible step's top frames, innermost first, " <- " between them.
+std::string joined_stack(const std::vector<std::string>& frames) {
+  std::string out;
+  for (const auto& f : frames) out += (out.empty() ? "" : " <- ") + f;
+  return out;
+}
 std::string ms(int64_t ns) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.3f", to_ms(ns));
@@ -160,11 +166,11 @@ Table csv_table(const Report& r, const std::string& name) {
   Table tb;
   if (name == "slowest") {
     tb.header = {"id", "txid", "app", "name", "start", "elapsed_ms", "cpu_ms", "sql_ms", "fetch_ms", "calls_ms",
-                 "status", "error", "dominant", "dominant_ms", "step_no", "step"};
+                 "status", "error", "dominant", "dominant_ms", "step_no", "step", "step_stack"};
     for (const auto& x : r.slowest)
       tb.rows.push_back({num(x.id), hex16(x.txid), x.app, x.name, fmt_time(x.start_unix_ns), ms(x.elapsed_ns),
                          ms(x.cpu_ns), ms(x.sql_ns), ms(x.fetch_ns), ms(x.call_ns), num(x.status), x.error,
-                         cost_name(x.dominant), ms(x.dominant_ns), num(x.step_no), x.step});
+                         cost_name(x.dominant), ms(x.dominant_ns), num(x.step_no), x.step, joined_stack(x.step_stack)});
   } else if (name == "names") {
     tb.header = {"app", "name", "count", "total_ms", "share", "avg_ms", "p95_ms", "max_ms", "errors"};
     for (const auto& n : r.names)

@@ -36,6 +36,7 @@ th{background:#f0f3f8;font-weight:600;white-space:nowrap}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.id{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;white-space:nowrap}
 td.code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;max-width:520px;word-break:break-word}
+.stack{color:#555;font-size:11px;margin-top:2px}
 .cost{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:11.5px;white-space:nowrap}
 .note{color:#5a6475;font-size:12px;margin:2px 0 10px}
 svg text{font:11px system-ui,sans-serif;fill:#3a4456}
@@ -342,7 +343,12 @@ void render_html(const Report& r, std::ostream& o) {
         << fmt_ms(x.call_ns) << "</td><td class=n>" << x.status
         << (x.error.empty() ? "" : "<br>" + hs(x.error, 80)) << "</td><td><span class=cost style=\"background:"
         << cost_colour(x.dominant) << "\">" << cost_name(x.dominant) << "</span> " << fmt_ms(x.dominant_ns)
-        << " ms</td><td class=code>" << (x.step.empty() ? "–" : hs(x.step, 240)) << "</td></tr>";
+        << " ms</td><td class=code>" << (x.step.empty() ? "–" : hs(x.step, 240));
+      // The responsible step's stack (a failed or slow step), innermost frame first.
+      for (size_t f = 0; f < x.step_stack.size(); ++f)
+        o << (f == 0 ? "<div class=stack>at " : "<br>\xe2\x86\x90 ") << hs(x.step_stack[f], 200)
+          << (f + 1 == x.step_stack.size() ? "</div>" : "");
+      o << "</td></tr>";
     }
     o << "</table>";
     bool any_hot = false;

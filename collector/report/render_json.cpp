@@ -175,7 +175,8 @@ json to_json(const Report& r) {
                             {"dominant_ms", ms(x.dominant_ns)},
                             {"step_no", x.step_no},
                             {"hot", x.hot},
-                            {"step", x.step}});
+                            {"step", x.step},
+                            {"step_stack", x.step_stack}});
   j["names"] = json::array();
   for (const auto& n : r.names)
     j["names"].push_back({{"app", n.app},

@@ -7,7 +7,16 @@ namespace txray::report {
 namespace {
 
 // A table cell from data: one line, no pipe or HTML that a Markdown viewer would interpret.
-std::string cell(std::string_view s, size_t max_chars = 200) {
+std::string cell(std::string_view s, size_t max_chars = 200);
+
+// " · at f0 ← f1 ← f2": the responsible step's top frames (innermost first; "←" = called from).
+std::string stack_cell(const std::vector<std::string>& frames) {
+  std::string out;
+  for (const auto& f : frames) out += (out.empty() ? " \xc2\xb7 at " : " \xe2\x86\x90 ") + cell(f, 120);
+  return out;
+}
+
+std::string cell(std::string_view s, size_t max_chars) {
   std::string out;
   for (char c : shorten(s, max_chars)) {
     if (c == '|') out += "\\|";
@@ -161,7 +170,7 @@ void render_md(const Report& r, std::ostream& o) {
       row(o, {std::to_string(i + 1), fmt_time(x.start_unix_ns), cell(x.name, 80), "`" + hex16(x.txid) + "`",
               fmt_ms(x.elapsed_ns), fmt_ms(x.cpu_ns), fmt_ms(x.sql_ns), fmt_ms(x.call_ns), status,
               std::string(cost_name(x.dominant)) + " " + fmt_ms(x.dominant_ns) + " ms",
-              x.step.empty() ? "–" : cell(x.step, 160)});
+              (x.step.empty() ? "–" : cell(x.step, 160)) + stack_cell(x.step_stack)});
     }
     o << "\n";
     bool any_hot = false;

@@ -80,7 +80,12 @@ struct SlowTx {
   // CPU samples (docs/agent.md): the transaction's hottest functions over all its rows, e.g.
   // "deflate (libz.so.1) 81%, memcpy (libc.so.6) 9%"; empty without samples.
   std::string hot;
+  // That row's stack when it failed or was slow (step_frames): its top frames, innermost first, each
+  // "function (module+0xoff)"; empty when it has none.
+  std::vector<std::string> step_stack;
 };
+
+inline constexpr int kStackFramesShown = 3;  // frames of the responsible step's stack in the slowest table
 
 struct NameRow {
   std::string app, name;

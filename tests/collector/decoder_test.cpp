@@ -177,6 +177,31 @@ TEST(Decoder, RefusesMessagesThatWouldDecodeToTooMuch) {
 
 // Random bytes, and valid messages with flipped bits, cut short or spliced: the decoder returns a
 // status for each (no crash, no exception), and every batch it accepts is stored without error.
+TEST(Decoder, StacksAreCheckedCutAndCounted) {
+  v1::Batch b = good_batch(1, 4);
+  auto* stack = b.mutable_transactions(0)->mutable_steps(1)->mutable_stack();
+  auto* f = stack->add_frames();
+  f->set_function(std::string(10000, 'f'));
+  f->set_module("m");
+  f->set_offset(7);
+  std::string bytes = b.SerializeAsString();
+  v1::Batch out;
+  DecodeResult r = decode_batch(bytes.data(), bytes.size(), out);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_EQ(r.truncated, 1u);  // the name cut to max_name_bytes
+  EXPECT_LE(out.transactions(0).steps(1).stack().frames(0).function().size(), Limits{}.max_name_bytes);
+  EXPECT_EQ(out.transactions(0).steps(1).stack().frames(0).offset(), 7u);
+  // The estimate counts the nested Stack and Frame objects.
+  v1::Batch plain = good_batch(1, 4);
+  EXPECT_GT(estimate_decoded_bytes(bytes.data(), bytes.size()),
+            estimate_decoded_bytes(plain.SerializeAsString().data(), plain.ByteSizeLong()) + sizeof(v1::Frame));
+  for (int i = 0; i < kMaxStackFrames; ++i) stack->add_frames()->set_module("m");
+  bytes = b.SerializeAsString();
+  r = decode_batch(bytes.data(), bytes.size(), out);
+  EXPECT_EQ(r.status, DecodeStatus::kInvalid);
+  EXPECT_NE(r.reason.find("stack of"), std::string::npos) << r.reason;
+}
+
 TEST(Decoder, RandomAndMutatedBytes) {
   silence_protobuf_logging();
   Db db = open_store(":memory:", OpenMode::kCreate);

@@ -107,6 +107,28 @@ TEST(ProfileText, LayoutOfHeaderRowsAndTotal) {
   EXPECT_NE(p.find("  TOTAL[2,942][1,356]\n"), std::string::npos) << p;
 }
 
+TEST(ProfileText, AStackIsPrintedUnderItsRowAtItsMessage) {
+  Transaction t = sample();
+  t.steps[2].error = "ECONNREFUSED";
+  t.steps[2].stack = {{"caller()", "app", 0x10}, {"", "libx.so", 0x2a}};
+  std::string p = profile_text(t, "");
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = p.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(p.substr(at, nl - at));
+  size_t row = 0;
+  while (row < lines.size() && lines[row].find("SOCKET[") == std::string::npos) ++row;
+  ASSERT_LT(row + 2, lines.size()) << p;
+  const size_t message = lines[row].find("SOCKET[");
+  EXPECT_EQ(lines[row + 1], std::string(message + 2, ' ') + "at caller() (app+0x10)") << p;
+  EXPECT_EQ(lines[row + 2], std::string(message + 2, ' ') + "at libx.so+0x2a") << p;
+  EXPECT_NE(lines[row + 3].find("] END"), std::string::npos) << p;
+  auto j = transaction_json(t);
+  ASSERT_EQ(j["steps"][2]["stack"].size(), 2u);
+  EXPECT_EQ(j["steps"][2]["stack"][0]["function"], "caller()");
+  EXPECT_EQ(j["steps"][2]["stack"][1]["module"], "libx.so");
+  EXPECT_EQ(j["steps"][2]["stack"][1]["offset"], 0x2a);
+  EXPECT_FALSE(j["steps"][1].contains("stack"));
+}
+
 TEST(ProfileJson, FieldsAndHexIds) {
   Transaction t = sample();
   t.steps[1].id = 0x1234;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "ids.h"
 #include "reader.h"
@@ -262,6 +263,28 @@ TEST_F(StoreTest, RoundTripOfEveryField) {
   EXPECT_EQ(m.errors, 2);
   EXPECT_EQ(m.bytes_read, 3);
   EXPECT_EQ(m.bytes_written, 4);
+}
+
+TEST_F(StoreTest, StacksOfStepsRoundTripInFrameOrder) {
+  v1::Batch b = full_batch();
+  auto* tx = b.mutable_transactions(0);
+  auto* stack = tx->mutable_steps(2)->mutable_stack();
+  for (auto [fn, mod, off] : {std::tuple{"caller()", "app", 0x10u}, {"", "libstripped.so", 0x2au}, {"main", "app", 0x99u}}) {
+    auto* f = stack->add_frames();
+    f->set_function(fn);
+    f->set_module(mod);
+    f->set_offset(off);
+  }
+  write(b, 4242);
+  Reader r(db_);
+  auto t = r.load(r.last(1)[0]);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->steps[2].stack.size(), 3u);
+  EXPECT_EQ(format_frame(t->steps[2].stack[0]), "caller() (app+0x10)");
+  EXPECT_EQ(format_frame(t->steps[2].stack[1]), "libstripped.so+0x2a");
+  EXPECT_EQ(t->steps[2].stack[2].function, "main");
+  for (size_t i = 0; i < t->steps.size(); ++i)
+    EXPECT_EQ(t->steps[i].stack.empty(), i != 2) << i;
 }
 
 TEST_F(StoreTest, TextsAreStoredOnce) {

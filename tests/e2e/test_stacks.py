@@ -7,6 +7,7 @@ through `txray show --json` and `txray show`.
   one: its frames name the calling function, call_backend; a quick successful call has no stack;
 - TXRAY_STACKS=0 takes none.
 """
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from pgserver import PSQL, PgServer, available as pg_available  # noqa: E402
-from txraytest import (BIN, PYTHON, Collector, TxrayTestCase, agent_env, check_sums, free_port,  # noqa: E402
+from txraytest import (BIN, PYTHON, TXRAY, Collector, TxrayTestCase, agent_env, check_sums, free_port,  # noqa: E402
                        show_json, show_text, wait_port, wait_transactions)
 
 FRONT = os.path.join(BIN, "two_service_front")
@@ -145,6 +146,17 @@ class Stacks(TxrayTestCase):
             names = [f["function"] for f in step["stack"]]
             self.assertTrue(any(n.startswith("(anonymous namespace)::call_backend(") for n in names), frames_text(step))
             self.assertTrue(any(f["module"] == "two_service_front" for f in step["stack"]))
+        # The report's slowest-transactions table: the slow call is the responsible step, with its top frames.
+        rep = json.loads(subprocess.run([TXRAY, "report", "--db", col.db, "--format", "json"], check=True,
+                                        capture_output=True, text=True).stdout)
+        top = rep["slowest"][0]
+        self.assertEqual(top["name"], "GET /order/slow-3")
+        self.assertIn("HTTP_CALL", top["step"])
+        self.assertEqual(len(top["step_stack"]), 3, top)
+        self.assertEqual(top["step_stack"][0], frames_text(slow).splitlines()[0])
+        md = subprocess.run([TXRAY, "report", "--db", col.db, "--format", "md"], check=True,
+                            capture_output=True, text=True).stdout
+        self.assertIn("\u00b7 at " + top["step_stack"][0], md)
 
     def test_cpp_failed_connect_names_the_caller(self):
         closed = free_port()  # nothing listens there

@@ -148,6 +148,19 @@ std::string profile_header(const Profile& p) {
   return h;
 }
 
+std::string frame_text(const Frame& f) {
+  char off[32];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+  if (f.function.empty()) return f.module + off;
+  return f.function + " (" + f.module + off + ")";
+}
+
+std::string stack_text(const Step& s) {
+  std::string out;
+  for (const auto& f : s.stack) out += frame_text(f) + "\n";
+  return out;
+}
+
 std::string profile_text(const Profile& p) {
   std::string out = profile_header(p);
   out += "\n[ NO ][  START_TIME  ][   GAP][ CPU_T] message\n";
@@ -160,6 +173,9 @@ std::string profile_text(const Profile& p) {
     out += std::string(static_cast<size_t>(s.depth) * 2, ' ');
     out += step_message(s);
     out += '\n';
+    // A failed or slow step's stack, under its row (as `txray show` prints it).
+    for (const auto& f : s.stack)
+      out += std::string(35 + static_cast<size_t>(s.depth) * 2, ' ') + "at " + frame_text(f) + "\n";
     gaps += s.gap_ns;
     cpus += s.cpu_ns;
   }

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace txray::viewer {
@@ -268,6 +269,20 @@ std::optional<Profile> Store::load_profile(int64_t id) {
     if (s.parent >= 0 && s.parent < static_cast<int>(p.steps.size()))
       s.depth = p.steps[static_cast<size_t>(s.parent)].depth + 1;
     p.steps.push_back(std::move(s));
+  }
+
+  // Stacks of failed and slow steps (a store written before them has no step_frames table).
+  Stmt has_frames{prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'step_frames'")};
+  if (sqlite3_step(has_frames) == SQLITE_ROW && sqlite3_column_int(has_frames, 0) > 0) {
+    Stmt frames{prepare("SELECT step_no, function, module, offset FROM step_frames WHERE tx_id = ? "
+                        "ORDER BY step_no, depth")};
+    sqlite3_bind_int64(frames, 1, id);
+    while (sqlite3_step(frames) == SQLITE_ROW) {
+      int no = sqlite3_column_int(frames, 0);
+      auto it = std::lower_bound(p.steps.begin(), p.steps.end(), no, [](const Step& s, int n) { return s.no < n; });
+      if (it != p.steps.end() && it->no == no)
+        it->stack.push_back({text_of(frames, 1), text_of(frames, 2), sqlite3_column_int64(frames, 3)});
+    }
   }
 
   Stmt sums{prepare("SELECT m.kind, x.text, m.count, m.elapsed_ns, m.errors FROM step_summaries m "

@@ -68,6 +68,13 @@ struct CpuStack {
   int64_t samples = 0;
 };
 
+// One frame of a step's stack (step_frames; docs/stacks.md).
+struct Frame {
+  std::string function;  // empty when unknown
+  std::string module;
+  int64_t offset = 0;
+};
+
 struct Step {
   int no = 0;
   int parent = -1;
@@ -79,6 +86,7 @@ struct Step {
   int64_t bytes_read = 0, bytes_written = 0;
   std::string text, error, attributes;
   std::optional<int64_t> ref_id, rows, fetch_ns, status, changes, callee_tx_id;
+  std::vector<Frame> stack;  // a failed or slow step's stack, innermost first; empty when none
 };
 
 struct StepSummaryRow {

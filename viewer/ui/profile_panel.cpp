@@ -25,6 +25,7 @@ ProfilePanel::ProfilePanel(QWidget* parent)
       header_(new QPlainTextEdit(this)),
       view_(new QTableView(this)),
       caller_(new QPushButton(tr("Caller"), this)),
+      stack_(new QPlainTextEdit(this)),
       hot_title_(new QLabel(this)),
       hot_(new QPlainTextEdit(this)),
       flame_(new FlameView(this)),
@@ -97,6 +98,15 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   layout->addLayout(buttons);
   layout->addWidget(header_);
   layout->addWidget(split, 1);
+  stack_->setObjectName("profileStack");
+  stack_->setReadOnly(true);
+  stack_->setFont(mono);
+  stack_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  stack_->setPlaceholderText(tr("Select a row: a failed or slow step shows the stack that made the call."));
+  stack_->setFixedHeight(QFontMetrics(mono).lineSpacing() * 9 + 10);
+  layout->addWidget(stack_);
+  connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { showStackOf(current.isValid() ? current.row() : -1); });
 
   connect(back, &QPushButton::clicked, this, &ProfilePanel::backRequested);
   connect(copy, &QPushButton::clicked, this, &ProfilePanel::copyToClipboard);
@@ -119,7 +129,22 @@ void ProfilePanel::setProfile(ProfilePtr profile) {
   cpu_box_->setVisible(cpu);
   model_->setProfile(std::move(profile));
   showHot(-1);
+  showStackOf(-1);
 }
+
+void ProfilePanel::showStackOf(int row) {
+  const Profile* p = model_->profile().get();
+  if (!p || row < 0 || row >= static_cast<int>(p->steps.size())) {
+    stack_->clear();
+    return;
+  }
+  const Step& s = p->steps[static_cast<size_t>(row)];
+  stack_->setPlainText(s.stack.empty() ? QString()
+                                       : QString::fromStdString("stack of row " + std::to_string(s.no) + ":\n" +
+                                                                stack_text(s)));
+}
+
+QString ProfilePanel::stackText() const { return stack_->toPlainText(); }
 
 void ProfilePanel::showHot(int row) {
   const auto& p = model_->profile();

@@ -24,6 +24,9 @@ class ProfilePanel : public QWidget {
   void setProfile(ProfilePtr profile);
   // The whole profile as text (what Copy puts on the clipboard).
   QString profileText() const;
+  // What the stack pane shows (the selected row's stack, one frame per line).
+  QString stackText() const;
+  QPlainTextEdit* stackView() const { return stack_; }
   void copyToClipboard() const;
 
  signals:
@@ -35,6 +38,8 @@ class ProfilePanel : public QWidget {
   QPlainTextEdit* header_;
   QTableView* view_;
   QPushButton* caller_;
+  QPlainTextEdit* stack_;  // the selected row's stack (failed or slow steps; docs/stacks.md)
+  void showStackOf(int row);
   // CPU samples: the selected row's hot functions (the row with most samples until one is selected), and
   // the whole transaction's flame graph.
   void showHot(int row);

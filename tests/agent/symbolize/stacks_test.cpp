@@ -213,6 +213,25 @@ TEST_F(StepStacks, ZeroMsMeansFailedStepsOnlyAndOffMeansNone) {
   EXPECT_FALSE(done.steps[3].stack);
 }
 
+TEST_F(StepStacks, AStepFoldedPastTheStepLimitTakesNone) {
+  Config c;
+  c.max_steps = 3;  // START, one row, END: the second step is folded into a summary line
+  set_config(c);
+  Transaction* t = begin();
+  StepRef row = rec::open(t, StepKind::SQL);
+  rec::set_error(row, "first");
+  rec::close(row);
+  uint64_t before = stacks::taken();
+  StepRef folded = rec::open(t, StepKind::SQL);
+  rec::set_error(folded, "second");
+  rec::close(folded);
+  EXPECT_EQ(stacks::taken(), before);
+  Transaction& done = end(t);
+  EXPECT_TRUE(done.steps[1].stack);
+  ASSERT_EQ(done.summary.size(), 1u);
+  EXPECT_EQ(done.summary[0].errors, 1u);
+}
+
 TEST(StackConfig, Environment) {
   auto cfg = parse_config([](const char* k) -> const char* {
     if (!std::strcmp(k, "TXRAY_STACKS")) return "0";
