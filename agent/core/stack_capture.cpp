@@ -23,6 +23,14 @@ constexpr int kMaxSkipped = 24;
 Settings g_settings;
 std::atomic<int> g_state{0};  // 0 not tried, 1 loading, 2 ready, 3 unusable
 BacktraceFn g_backtrace = nullptr;
+// Set while this thread is inside libunwind (in_unwind()): the pipe libunwind opens for its memory
+// checks then goes to the top of the table, marked as the agent's (hooks/pipe_hooks.cpp).
+thread_local bool t_in_unwind __attribute__((tls_model("initial-exec"))) = false;
+struct InUnwind {
+  bool prev = t_in_unwind;
+  InUnwind() { t_in_unwind = true; }
+  ~InUnwind() { t_in_unwind = prev; }
+};
 std::atomic<uint64_t> g_taken{0};
 std::atomic<uint64_t> g_missed{0};
 
@@ -68,6 +76,7 @@ void range_of(uintptr_t addr, Range* out, bool keep_main_program) {
 
 bool load() {
   // RTLD_LOCAL: nothing of libunwind (its _Unwind_* above all) becomes visible to the host.
+  InUnwind in;  // for all of it: libunwind may initialise itself as it is loaded
   void* h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
   if (!h) return false;
   auto bt = reinterpret_cast<BacktraceFn>(dlsym(h, "unw_backtrace"));
@@ -80,6 +89,13 @@ bool load() {
   range_of(reinterpret_cast<uintptr_t>(&capture), &g_agent, true);
   range_of(reinterpret_cast<uintptr_t>(bt), &g_unwind, false);
   g_backtrace = bt;
+  // Unwind once now, in this ordinary context: libunwind initialises itself at its first unwind and
+  // opens a pipe then (its memory validation reads and writes through it, for as long as the process
+  // lives). Opened here, that pipe is moved out of the program's way (top of the table, marked: the
+  // program's close and dup2 sweeps cannot reach it) instead of taking the program's lowest free numbers
+  // at some later moment, inside a signal handler.
+  void* probe[4];
+  bt(probe, 4);
   return true;
 }
 
@@ -104,7 +120,11 @@ __attribute__((noinline)) int capture(uintptr_t* ips, int max, bool may_load) {
   if (max <= 0) return 0;
   if (g_state.load(std::memory_order_acquire) != 2 && !(may_load && preload())) return 0;
   void* buf[kMaxFrames + kMaxSkipped];
-  int n = g_backtrace(buf, kMaxFrames + kMaxSkipped);
+  int n;
+  {
+    InUnwind in;
+    n = g_backtrace(buf, kMaxFrames + kMaxSkipped);
+  }
   int first = 0;
   while (first < n && first < kMaxSkipped) {
     auto ip = reinterpret_cast<uintptr_t>(buf[first]);
@@ -119,6 +139,8 @@ __attribute__((noinline)) int capture(uintptr_t* ips, int max, bool may_load) {
   if (out) g_taken.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
+
+bool in_unwind() { return t_in_unwind; }
 
 uint64_t taken() { return g_taken.load(std::memory_order_relaxed); }
 uint64_t missed() { return g_missed.load(std::memory_order_relaxed); }

@@ -70,6 +70,10 @@ const Settings& settings();
 // Loads libunwind if not done yet (an ordinary context: dlopen). True when capture() can work.
 bool preload();
 
+// True while the calling thread is inside libunwind (the pipe2 hook moves libunwind's pipe out of the
+// program's way then: hooks/pipe_hooks.cpp).
+bool in_unwind();
+
 // Takes the calling thread's stack: up to `max` (<= kMaxFrames) return addresses into ips, innermost
 // first, the agent's and libunwind's leading frames dropped. Returns how many (0: libunwind missing
 // or not loaded yet with may_load = false, or nothing to unwind). A few µs; no allocation, no lock of

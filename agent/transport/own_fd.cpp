@@ -47,6 +47,10 @@ int dup_high(int fd) {
   for (int base : {top - 1, top - 4, top - 16, top - 64, top / 2}) {
     if (base <= fd || base < 3) continue;
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, base);
+    if (moved >= top) {  // the numbers above base are taken (by the agent's other descriptors): lower
+      sys_close(moved);
+      continue;
+    }
     if (moved >= 0 || errno == EBADF) return moved;
   }
   errno = EMFILE;
@@ -136,6 +140,17 @@ int open_own_socket(int domain) {
   }
   errno = EAGAIN;
   return -1;
+}
+
+int move_own_fd(int fd) {
+  int moved = fd > 2 ? dup_high(fd) : -1;
+  if (moved < 0) {
+    fds::mark_agent(fd);
+    return fd;
+  }
+  sys_close(fd);
+  fds::mark_agent(moved);
+  return moved;
 }
 
 void release_fd(int fd) {

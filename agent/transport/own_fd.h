@@ -38,6 +38,12 @@ void forget_private_fd_table();
 // (EAGAIN after three such races).
 int open_own_socket(int domain);
 
+// A descriptor the agent's code opened in the program's own table (libunwind's pipe, hooks/pipe_hooks.cpp):
+// moved to the highest free number (as open_own_socket does in the shared table) and marked as the
+// agent's, so the program's close/dup2 sweeps cannot take it. Returns the new number (the old one is
+// closed), or fd itself, marked, when no higher number is free.
+int move_own_fd(int fd);
+
 // Closes a descriptor open_own_socket() returned and forgets its mark.
 void release_fd(int fd);
 

@@ -93,7 +93,16 @@ std::vector<Member> decompose(const CompareTx& t) {
   std::vector<Member> out;
   const TimeSplit s = split_time(t.totals, t.totals.call_ns > 0 ? own_cpu_in_calls(t.rows) : 0);
 
-  if (s.cpu > 0) out.push_back({"cpu", "own", "own code", "", s.cpu, 0});
+  if (s.cpu > 0 && !t.hot.empty()) {
+    // Split by the transaction's CPU samples: each function gets the share of its samples (exact in sum).
+    std::vector<Weighted> hot;
+    for (const auto& h : t.hot)
+      hot.push_back({"h" + h.function + '\x1f' + h.module,
+                     h.module.empty() ? h.function : h.function + " (" + h.module + ")", "", h.samples, 0});
+    distribute("cpu", s.cpu, hot, {"cpu", "own", "own code", "", 0, 0}, out);
+  } else if (s.cpu > 0) {
+    out.push_back({"cpu", "own", "own code", "", s.cpu, 0});
+  }
 
   auto sql = group_rows(t, "SQL", false);
   distribute("sql", s.sql, sql, {"sql", "?", "(SQL time with no SQL step)", "", 0, 0}, out);

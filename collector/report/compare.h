@@ -41,6 +41,14 @@ struct CompareTx {
   std::vector<StepRow> rows;       // ordered by no (kind, parent, start, gap, cpu, elapsed, fetch,
                                    // fingerprint, text are used)
   std::vector<FoldedRow> folded;   // calls folded past the step limit
+  // CPU samples of the transaction (docs/agent.md "CPU samples"): per hot function, and "(other
+  // functions)" for a row's samples past its listed ones; empty without samples. They split the
+  // transaction's CPU in own code by function, in proportion to their samples.
+  struct Hot {
+    std::string function, module;
+    int64_t samples = 0;
+  };
+  std::vector<Hot> hot;
 };
 
 // One member of one transaction's response time.

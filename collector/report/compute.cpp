@@ -290,7 +290,8 @@ void compute_scatter(const Selection& sel, Scatter& sc) {
 }
 
 // Every selected transaction with its rows, into one side of a comparison.
-void load_side(const Db& db, const Selection& sel, CompareSide& side) {
+// Returns true when any of them has CPU samples.
+bool load_side(const Db& db, const Selection& sel, CompareSide& side) {
   Stmt head(db, "SELECT txid, error, status, kind FROM transactions WHERE id = ?");
   Stmt steps(db,
              "SELECT no, parent, kind, start_offset_ns, gap_ns, cpu_ns, elapsed_ns, fetch_ns, fingerprint, text_id "
@@ -309,8 +310,34 @@ void load_side(const Db& db, const Selection& sel, CompareSide& side) {
     }
     return texts.emplace(id, std::move(t)).first->second;
   };
+  // CPU samples, when the store has them: a row's hot functions, and the rest of its samples.
+  std::unique_ptr<Stmt> hot, row_samples;
+  {
+    Stmt has(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('cpu_hot', 'cpu_rows')");
+    if (has.step() && has.i64(0) == 2) {
+      hot = std::make_unique<Stmt>(db, "SELECT function, coalesce(module, ''), sum(samples) FROM cpu_hot WHERE tx_id = ? "
+                                       "GROUP BY function, module ORDER BY 3 DESC, 1");
+      row_samples = std::make_unique<Stmt>(db, "SELECT coalesce(sum(samples), 0) FROM cpu_rows WHERE tx_id = ?");
+    }
+  }
   CompareTx tx;
+  bool any_hot = false;
   for (const auto& t : sel.txs) {
+    tx.hot.clear();
+    if (hot) {
+      int64_t listed = 0;
+      hot->reset();
+      hot->bind(1, t.id);
+      while (hot->step()) {
+        tx.hot.push_back({std::string(hot->text(0)), std::string(hot->text(1)), hot->i64(2)});
+        listed += hot->i64(2);
+      }
+      row_samples->reset();
+      row_samples->bind(1, t.id);
+      if (!tx.hot.empty() && row_samples->step() && row_samples->i64(0) > listed)
+        tx.hot.push_back({"(other functions)", "", row_samples->i64(0) - listed});
+      any_hot |= !tx.hot.empty();
+    }
     tx.id = t.id;
     tx.totals = {t.elapsed, t.cpu, t.sql, t.fetch, t.call};
     tx.txid = 0;
@@ -350,6 +377,7 @@ void load_side(const Db& db, const Selection& sel, CompareSide& side) {
                            text_of(folded.null(2) ? -1 : folded.i64(2)), folded.i64(3), folded.i64(4)});
     side.add(tx);
   }
+  return any_hot;
 }
 
 }  // namespace
@@ -439,9 +467,10 @@ std::string compute_report(const Options& opt, Report& r) {
       const Options bopt = baseline_options(opt);
       Selection base = select_transactions(db, bopt);
       CompareSide b, c;
-      load_side(db, base, b);
-      load_side(db, sel, c);
+      const bool base_hot = load_side(db, base, b);
+      const bool cur_hot = load_side(db, sel, c);
       r.compare = compare_sides(b, c, opt.top);
+      r.compare.cpu_samples = base_hot || cur_hot;
       r.compare.baseline_filters = base.filters;
       compute_summary(db, base, r.compare.baseline);
       add_shed_to_summary(load_shed(db, bopt), stored_elapsed(base), r.compare.baseline);

@@ -122,6 +122,10 @@ CompareRows compare_rows(const Report& r) {
       "(connect, DNS, DB_CONNECT) first, the rest is socket and file I/O, locks, sleeps and the scheduler.";
   if (!c.cpu_samples)
     out.notes += " The store holds no CPU samples, so CPU in own code is not split by function.";
+  else
+    out.notes += " CPU in own code is split by function in proportion to each transaction's CPU samples "
+                 "(\"(other functions)\": a row's samples past its 8 hottest); a transaction without samples "
+                 "keeps it as \"own code\".";
   return out;
 }
 

@@ -181,7 +181,7 @@ struct Compare {
   int64_t members = 0;               // members before the cut
   std::vector<KindCount> kinds;      // step kinds, most per transaction first
   std::vector<Change> appeared, vanished;
-  bool cpu_samples = false;   // schema v1 stores no CPU samples: CPU is one member, "own code"
+  bool cpu_samples = false;   // either side has CPU samples: CPU in own code is split by hot function
   CompareExample base_typical, cur_typical;  // the transaction nearest each side's mean response time
 };
 

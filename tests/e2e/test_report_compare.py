@@ -5,6 +5,7 @@ the comparison (HTML escaped)."""
 import csv
 import json
 import os
+import sqlite3
 import subprocess
 
 import compare_store as cs
@@ -61,6 +62,40 @@ class ReportCompare(TxrayTestCase):
         self.assertAlmostEqual(by_part["cpu"]["contribution_ms"], 0.0, places=6)
         self.assertAlmostEqual(sum(p["contribution_ms"] for p in c["by_part"]), c["difference_ms"], places=6)
         self.assertFalse(c["cpu_samples"])
+
+    def test_cpu_in_own_code_split_by_hot_function(self):
+        """With CPU samples (cpu_hot, cpu_rows: docs/agent.md "CPU samples"), CPU in own code is split by
+        function: both windows spend 4 ms of CPU per request in their END row; the baseline's samples are
+        all in parse_json, the current window's are one quarter parse_json and three quarters
+        inflate_fast, with a few samples past the listed functions. The split moves 3 ms from parse_json
+        to inflate_fast and stays exact."""
+        db = sqlite3.connect(self.db)
+        end_no = 3  # START, SQL, SQL, END in the baseline; the current window has its HTTP_CALL before END
+        for (tid,) in db.execute("SELECT id FROM transactions").fetchall():
+            no = end_no if tid < 1000 else end_no + 1
+            hot = [("parse_json", "orders", 8)] if tid < 1000 else [("inflate_fast", "libz.so.1", 5),
+                                                                   ("parse_json", "orders", 2)]
+            rest = 0 if tid < 1000 else 1  # a sample of a function past the row's listed ones
+            db.execute("INSERT INTO cpu_rows(tx_id, no, samples) VALUES (?, ?, ?)",
+                       (tid, no, sum(h[2] for h in hot) + rest))
+            for rank, (fn, mod, n) in enumerate(hot):
+                db.execute("INSERT INTO cpu_hot(tx_id, no, rank, function, module, samples) VALUES (?, ?, ?, ?, ?, ?)",
+                           (tid, no, rank, fn, mod, n))
+        db.commit()
+        db.close()
+        c = json.loads(report(*self.args, "--format", "json").stdout)["compare"]
+        self.assertTrue(c["cpu_samples"])
+        parts = c["parts"]
+        self.assertAlmostEqual(sum(p["contribution_ms"] for p in parts), c["difference_ms"], places=6)
+        cpu = {p["key"]: p["contribution_ms"] for p in parts if p["part"] == "cpu"}
+        # current: 4 ms x 5/8 inflate_fast, 2/8 parse_json, 1/8 other; baseline: 4 ms parse_json
+        self.assertAlmostEqual(cpu["inflate_fast (libz.so.1)"], 2.5, places=3)
+        self.assertAlmostEqual(cpu["parse_json (orders)"], 1.0 - 4.0, places=3)
+        self.assertAlmostEqual(cpu["(other functions)"], 0.5, places=3)
+        self.assertNotIn("own code", cpu)
+        self.assertAlmostEqual(sum(cpu.values()), 0.0, places=6)  # the same 4 ms of CPU on both sides
+        md = report(*self.args, "--format", "md").stdout
+        self.assertIn("inflate_fast (libz.so.1)", md)
 
     def test_baseline_filters_inherit_and_replace(self):
         # --baseline-app alone: the same time filters, so baseline == current and the difference is 0.

@@ -62,8 +62,10 @@ class OrdersCompareTest(TxrayTestCase):
         # ranked here: on this shared 2-core VM (load 10+ from parallel builds) it holds the time the
         # service's thread was runnable but not running, which grows with the CPU work itself and came
         # first in some runs; on a quiet machine CPU leads the whole list (docs/report.md).
+        # (With CPU samples on, the default, a transaction that got samples splits its own-code CPU by hot
+        # function, so the top member is "own code" or one of the serializer's functions.)
         work = [p for p in cmp["parts"] if p["part"] != "waiting"]
-        self.assertEqual((work[0]["part"], work[0]["key"]), ("cpu", "own code"), describe(cmp))
+        self.assertEqual(work[0]["part"], "cpu", describe(cmp))
         by_part = {p["part"]: p["contribution_ms"] for p in cmp["by_part"]}
         self.assertGreater(by_part["cpu"], by_part["sql"] + by_part["fetch"] + by_part["call"], describe(cmp))
 
