@@ -4,6 +4,7 @@ difference to CPU and bytes. Also the Python service, traced with no code change
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import unittest
@@ -17,11 +18,17 @@ STATUS_SQL = "SELECT status FROM orders WHERE id = ?"
 
 
 def per_name(db):
+    """Per transaction name: count, median CPU (a mean moves with one descheduled or sampled call on a loaded
+    machine), mean bytes (exact, the same every call) and the fewest statements."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return {name: dict(count=n, cpu=cpu, written=w, read=r, sql=sq) for name, n, cpu, w, r, sq in con.execute(
-            "SELECT name, count(*), avg(cpu_ns), avg(bytes_written), avg(bytes_read), min(sql_count) "
+        out = {name: dict(count=n, written=w, read=r, sql=sq) for name, n, w, r, sq in con.execute(
+            "SELECT name, count(*), avg(bytes_written), avg(bytes_read), min(sql_count) "
             "FROM transactions WHERE kind IS NOT 'unattributed' GROUP BY name")}
+        for name, agg in out.items():
+            agg["cpu"] = statistics.median(c for (c,) in con.execute(
+                "SELECT cpu_ns FROM transactions WHERE name = ? AND kind IS NOT 'unattributed'", (name,)))
+        return out
     finally:
         con.close()
 
@@ -76,8 +83,11 @@ class OrdersUnderAgentTest(TxrayTestCase):
         gc = {ch: names[f"POST /{ch}/GetCustomers"] for ch in ("bin", "json", "soap")}
         self.assertLess(gc["bin"]["written"], gc["json"]["written"])
         self.assertLess(2 * gc["json"]["written"], gc["soap"]["written"])
+        # Text encodings cost CPU over binary (2-3x here). JSON and SOAP are within noise of each other in
+        # this C++ sample (the XML writer is as cheap as the JSON one; 245.8 vs 245.8 us medians in one loaded
+        # run), so only their bytes are ordered above.
         self.assertLess(gc["bin"]["cpu"], gc["json"]["cpu"])
-        self.assertLess(gc["json"]["cpu"], gc["soap"]["cpu"])
+        self.assertLess(gc["bin"]["cpu"], gc["soap"]["cpu"])
         self.assertLess(names["TCP GetCustomers"]["cpu"], gc["json"]["cpu"])
         self.assertLess(names["POST /json/GetOrderStatus"]["read"], names["POST /soap/GetOrderStatus"]["read"])
 
