@@ -11,6 +11,9 @@ import unittest
 from sampletools import BIN, Server, http_post, orders_bench, orders_call, orders_db
 
 CHANNELS = ["tcp-binary", "http-binary", "http-json", "http-xml"]
+# CPU per call on the one-integer call, across transports: how far apart the channels may be (see
+# test_channel_order); 0.05 on a quiet machine.
+CPU_MARGIN = float(os.environ.get("TXRAY_ORDERS_CPU_MARGIN", "0.2"))
 
 
 def start_orders(*extra):
@@ -165,10 +168,17 @@ class OrdersTest(unittest.TestCase):
                        ("http-xml", "http-json"))}
             with self.subTest(method=m, n=n, rates=rate, cpu_ratios=ratios):
                 if m == "GetOrderStatus":
-                    # A few microseconds apart out of ~30 (~100 on a loaded machine, where scheduling
-                    # dominates): raw TCP + binary no dearer than JSON or XML, within 5%.
-                    self.assertLessEqual(cpu_ratio("tcp-binary", "http-json"), 1.05)
-                    self.assertGreaterEqual(cpu_ratio("http-xml", "tcp-binary"), 0.95)
+                    # A few microseconds of parsing apart out of ~30 us of system calls and wake-ups. On a
+                    # machine of one's own: raw TCP + binary no dearer than JSON or XML, within 5%
+                    # (TXRAY_ORDERS_CPU_MARGIN=0.05). On a loaded 2-core machine the wake-ups grow to
+                    # ~100-180 us a call and the two transports pay them differently: the median of the
+                    # same-turn ratios reached TCP/JSON 1.134 and XML/TCP 0.854 under `yes` x 2 at load
+                    # average 10, so `make test` allows 20% across transports. Over one transport (HTTP)
+                    # the encodings alone differ: XML no cheaper than binary, within 5% (1.00-1.20 seen).
+                    margin = CPU_MARGIN
+                    self.assertLessEqual(cpu_ratio("tcp-binary", "http-json"), 1 + margin)
+                    self.assertGreaterEqual(cpu_ratio("http-xml", "tcp-binary"), 1 - margin)
+                    self.assertGreaterEqual(cpu_ratio("http-xml", "http-binary"), 0.95)
                 else:
                     # Data to encode: CPU per call in the reference's order, strictly.
                     self.assertGreater(cpu_ratio("http-xml", "tcp-binary"), 1.0)
