@@ -26,9 +26,10 @@
 // - Everything here is for the calling thread and its current transaction. A Transaction* is only valid
 //   on the thread that got it from current(), and only until that thread's next hooked call returns:
 //   never store it across calls.
-// - A call step (open … close) is the parent of every step opened on the transaction until it is
-//   closed; nesting is recorded in Step.parent. Close steps in reverse order of opening (a stale or
-//   out-of-order close is tolerated: it closes the steps above it too).
+// - A call step (open … close) is the parent of every step its thread opens on the transaction until it
+//   is closed; nesting is recorded in Step.parent. Close steps in reverse order of opening (a stale or
+//   out-of-order close is tolerated: it closes the steps its thread opened above it too). Other
+//   threads recording into the same transaction at once (process mode) nest and close their own.
 // - Set a step's fields between open() and close() (or, for add(), before the next open()/add() on
 //   that transaction): past the step limit (TXRAY_MAX_STEPS) a step is folded into a per-(kind,
 //   fingerprint) summary when it is closed, using the text / fingerprint / bytes / rows / error it has

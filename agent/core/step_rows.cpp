@@ -95,14 +95,27 @@ int32_t add(Transaction* t, StepKind kind, bool call) {
   s.seq = ++t->next_seq;
   s.start_mono_ns = now;
   s.open = call;
-  s.parent = (!t->flat && t->depth > 0) ? t->stack[t->depth - 1] : -1;
+  s.parent = -1;
+  uint32_t me = 0;
+  if (!t->flat) {
+    me = tx::this_tid();
+    for (int d = t->depth; d-- > 0;)  // the innermost open call of this thread (transaction.h: stack_tid)
+      if (t->stack_tid[d] == me) {
+        s.parent = t->stack[d];
+        break;
+      }
+  }
   // One row is always kept for END. A folded step reads no CPU clock and moves no "previous row" mark.
   if (t->rows + 1 >= t->max_rows) s.folded = true;
   else stamp(t, s, now);
   int32_t index = int32_t(t->steps.size() - 1);
   if (call && !t->flat) {
-    if (t->depth < Transaction::kMaxDepth) t->stack[t->depth++] = index;
-    else counters().internal_errors.fetch_add(1, std::memory_order_relaxed);  // too deep: no children
+    if (t->depth < Transaction::kMaxDepth) {
+      t->stack[t->depth] = index;
+      t->stack_tid[t->depth++] = me;
+    } else {
+      counters().internal_errors.fetch_add(1, std::memory_order_relaxed);  // too deep: no children
+    }
   }
   return index;
 }
@@ -115,14 +128,21 @@ uint64_t close_at(Transaction* t, int32_t index) {
     s.open = false;
     s.elapsed_ns = now - s.start_mono_ns;
   };
-  bool on_stack = false;
-  for (int d = 0; d < t->depth; ++d) on_stack |= t->stack[d] == index;
-  if (on_stack) {
-    while (t->depth > 0) {
-      int32_t top = t->stack[--t->depth];
-      close_one(top);
-      if (top == index) break;
-    }
+  int at = -1;
+  for (int d = 0; d < t->depth && at < 0; ++d)
+    if (t->stack[d] == index) at = d;
+  if (at >= 0) {
+    // It and the calls its thread opened after it (innermost first); other threads' open calls stay.
+    uint32_t owner = t->stack_tid[at];
+    for (int d = t->depth; d-- > at;)
+      if (t->stack_tid[d] == owner) close_one(t->stack[d]);
+    int keep = at;
+    for (int d = at + 1; d < t->depth; ++d)
+      if (t->stack_tid[d] != owner) {
+        t->stack[keep] = t->stack[d];
+        t->stack_tid[keep++] = t->stack_tid[d];
+      }
+    t->depth = keep;
   } else {
     close_one(index);
   }

@@ -9,10 +9,11 @@ namespace txray::rows {
 
 // The START row (offset 0, GAP 0, CPU_T 0) and the clocks' origin.
 void start(Transaction* t);
-// A new step at now, child of the innermost open call; `call` = it stays open until close_at().
+// A new step at now, child of the innermost open call of the calling thread; `call` = it stays open
+// until close_at().
 // Returns its index in t->steps.
 int32_t add(Transaction* t, StepKind kind, bool call);
-// Closes the open call at `index` (and any opened after it that are still open) at now. Returns its
+// Closes the open call at `index` (and any its thread opened after it that are still open) at now. Returns its
 // elapsed_ns: the one number the step's row or its summary line got (a step past the limit is folded
 // here, so nobody can read it from the list afterwards).
 uint64_t close_at(Transaction* t, int32_t index);

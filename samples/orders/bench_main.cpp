@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@ struct Workload {
 
 struct CellResult {
   std::vector<double> round_rates;  // calls/s per round
+  std::vector<double> round_cpu_us;  // CPU per call (us) per round: readers compare cells round by round
   std::vector<int64_t> latencies_ns;
   uint64_t calls = 0, errors = 0, bytes_written = 0, bytes_read = 0;
   int64_t cpu_ns = 0;  // this driver's CPU plus the server's (with --server-pid) while the clock ran
@@ -45,11 +47,17 @@ struct CellResult {
 };
 
 // CPU time (user + system) this process and, when pid > 0, the server process have used so far. CPU per
-// call, unlike calls/s, hardly moves when other programs compete for the machine.
+// call, unlike calls/s, hardly moves when other programs compete for the machine. Both are read in ns
+// from the processes' CPU clocks (the server's through clock_getcpuclockid: its threads, the exited
+// ones included); /proc/PID/stat (10 ms ticks: a cell of 50 ms could be off by 20%) only where the
+// server's clock cannot be read.
 int64_t cpu_now_ns(int server_pid) {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  int64_t ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  int64_t ns = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  clockid_t server_clock;
+  if (server_pid > 0 && clock_getcpuclockid(server_pid, &server_clock) == 0 && clock_gettime(server_clock, &ts) == 0)
+    return ns + ts.tv_sec * 1000000000LL + ts.tv_nsec;
   if (server_pid > 0) {
     std::ifstream f("/proc/" + std::to_string(server_pid) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -148,7 +156,9 @@ void run_cell(const Endpoint& ep, Channel ch, const Workload& w, int clients, do
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& t : threads) t.join();
-  out.cpu_ns += cpu_now_ns(server_pid) - cpu0;
+  int64_t cpu = cpu_now_ns(server_pid) - cpu0;
+  out.cpu_ns += cpu;
+  out.round_cpu_us.push_back(calls_this_round ? static_cast<double>(cpu) / static_cast<double>(calls_this_round) / 1e3 : 0.0);
   double elapsed = static_cast<double>(mono_ns() - t0) / 1e9;
   out.round_rates.push_back(static_cast<double>(calls_this_round) / elapsed);
 }
@@ -282,7 +292,7 @@ int main(int argc, char** argv) {
       rows.push_back({{"method", method_name(workloads[w].method)}, {"n", workloads[w].n},
                       {"channel", channel_name(channels[c])}, {"clients", clients}, {"calls", r.calls},
                       {"errors", r.errors}, {"calls_per_s", rate}, {"round_rates", r.round_rates},
-                      {"mean_ms", s.mean_ms}, {"p95_ms", s.p95_ms}, {"cpu_us_per_call", cpu_us},
+                      {"mean_ms", s.mean_ms}, {"p95_ms", s.p95_ms}, {"cpu_us_per_call", cpu_us}, {"round_cpu_us", r.round_cpu_us},
                       {"cpu_includes_server", server_pid > 0}, {"req_bytes", req_b}, {"resp_bytes", resp_b}});
       if (!json_out) {
         std::string rel = base > 0 ? std::to_string(static_cast<int>(rate / base * 100 + 0.5)) + "%" : "-";

@@ -3,6 +3,7 @@ the back-end's compressed body, then a CPU-bound gap (the gunzip row); with inne
 after the read shrinks by at least the decompression time."""
 import gzip
 import os
+import statistics
 import sys
 import unittest
 
@@ -91,9 +92,11 @@ class RelayUnderAgentTest(TxrayTestCase):
             gaps_off.append(row_off["gap_ns"])
         self.assertTrue(all(int(h["x-relay-decompress-cpu-ns"]) == 0 for h in off))
         # The finding: without inner compression the gap after the read shrinks by at least the
-        # decompression time.
-        self.assertGreaterEqual(gap_row["gap_ns"] - max(gaps_off), decompress_cpu_ns,
-                                f"gap after the read: {gap_row['gap_ns']} ns with gzip, {max(gaps_off)} ns without; "
+        # decompression time. Against the median run without it: one run preempted on a loaded machine
+        # (a gap of a scheduler slice) must not decide alone, as the largest of the three would.
+        off_gap = statistics.median(gaps_off)
+        self.assertGreaterEqual(gap_row["gap_ns"] - off_gap, decompress_cpu_ns,
+                                f"gap after the read: {gap_row['gap_ns']} ns with gzip, {gaps_off} ns without; "
                                 f"decompression {decompress_cpu_ns} ns")
 
         # The outbound call itself (the article's TX-CALL): one HTTP_CALL to the back-end's /text, whose

@@ -148,6 +148,81 @@ class SqliteShell(TxrayTestCase):
         self.assertGreaterEqual(tx["fetch_ns"], sum(s.get("fetch_ns") or 0 for s in steps))
 
 
+# A process-mode program whose threads run statements (and HTTP calls) at the same time: every one of
+# them is in the one transaction's totals, past the step limit too, whatever the interleaving.
+THREADS_SCRIPT = r"""
+import sqlite3, sys, threading, urllib.request
+db, n_threads, per, url = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+start = threading.Barrier(n_threads)
+def work(k):
+    c = sqlite3.connect(db, timeout=60, check_same_thread=False)
+    start.wait()
+    for i in range(per):
+        c.execute("SELECT v FROM t WHERE id = ?", (k * per + i,)).fetchall()
+        if url != "-" and i % 8 == 0:
+            urllib.request.urlopen(url, timeout=30).read()
+    c.close()
+ts = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+for t in ts: t.start()
+for t in ts: t.join()
+"""
+
+
+class ProcessModeThreads(TxrayTestCase):
+    """8 threads of one process-mode program (python3 + sqlite3) overlap their statements: sql_count is
+    exact (it was 1,311 of 1,600: one thread's close closed another's statement still running, which was
+    then folded away before its own close counted it), and so are the SQL time and the summary lines."""
+
+    THREADS, PER = 8, 200
+
+    def run_threads(self, url="-"):
+        import sqlite3
+        db = os.path.join(self.tmp, "threads.db")
+        con = sqlite3.connect(db)  # made here, not under the agent: the program runs only the SELECTs
+        con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [(i, i) for i in range(self.THREADS * self.PER)])
+        con.commit()
+        con.close()
+        with Collector(self.tmp) as col:
+            r = subprocess.run([PYTHON, "-c", THREADS_SCRIPT, db, str(self.THREADS), str(self.PER), url],
+                               env=agent_env(col.endpoint, mode="process"), capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            wait_transactions(col.db, 1)
+        [tx] = show_json(col.db, "--last", "10")
+        check_sums(self, tx)
+        return tx
+
+    def check_sql(self, tx):
+        n = self.THREADS * self.PER
+        steps = sql_steps(tx)
+        summary = [m for m in tx["summary"] if m["kind"] == "SQL"]
+        self.assertEqual(tx["sql_count"], n)
+        self.assertEqual(len(steps) + sum(m["count"] for m in summary), n)
+        self.assertTrue(summary, "past the step limit (1000 rows by default): some statements are folded")
+        self.assertEqual(tx["sql_ns"], sum(s["elapsed_ns"] for s in steps) + sum(m["elapsed_ns"] for m in summary))
+        self.assertEqual(sum(s["rows"] for s in steps) + sum(m["rows"] or 0 for m in summary), n)
+        for s in steps:
+            self.assertEqual(s["parent"], -1, "a statement is inside nothing of another thread's")
+
+    def test_threads_statements_are_all_counted(self):
+        self.check_sql(self.run_threads())
+
+    def test_threads_calls_are_all_counted(self):
+        port = free_port()
+        self.spawn([PYTHON, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", self.tmp],
+                   env=bare_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port)
+        tx = self.run_threads(f"http://127.0.0.1:{port}/")
+        self.check_sql(tx)
+        calls = [s for s in tx["steps"] if s["kind"] == "HTTP_CALL"]
+        call_summary = [m for m in tx["summary"] if m["kind"] == "HTTP_CALL"]
+        n_calls = self.THREADS * len(range(0, self.PER, 8))
+        self.assertEqual(tx["call_count"], n_calls)
+        self.assertEqual(len(calls) + sum(m["count"] for m in call_summary), n_calls)
+        self.assertEqual(tx["call_ns"], sum(s["elapsed_ns"] for s in calls) + sum(m["elapsed_ns"] for m in call_summary))
+
+
 class PySqliteApp(TxrayTestCase):
     """samples/py_sqlite_app under the agent: each request's profile lists its queries."""
 

@@ -4,6 +4,9 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -183,6 +186,123 @@ TEST_F(StepModelTest, SharedTransactionCollectsStepsFromEveryThread) {
   EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
   EXPECT_EQ(test::cpu_sum(done), done.cpu_ns);
   EXPECT_EQ(tx::process_transaction(), nullptr);
+}
+
+namespace {
+// A thread of its own that runs what it is given, one thing at a time: run() returns when it is done.
+// Two of them interleave steps on one shared transaction in an exact order.
+class Worker {
+ public:
+  Worker() : th_([this] { loop(); }) {}
+  ~Worker() {
+    run(nullptr);
+    th_.join();
+  }
+  void run(std::function<void()> fn) {
+    std::unique_lock<std::mutex> lk(mu_);
+    job_ = fn ? std::move(fn) : std::function<void()>([this] { quit_ = true; });
+    pending_ = true;
+    cv_.notify_all();
+    cv_.wait(lk, [this] { return !pending_; });
+  }
+
+ private:
+  void loop() {
+    while (!quit_) {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [this] { return pending_; });
+      job_();
+      pending_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  bool pending_ = false;
+  bool quit_ = false;
+  std::thread th_;
+};
+}  // namespace
+
+// Process mode: two threads' statements overlap in time on the one transaction. Each thread's call is
+// its own: thread A's close must not close B's statement still running (B's row would get A's time,
+// be nested under A's, and, past the step limit, be folded away before B's own close counted it: 8
+// threads x 200 statements gave sql_count 1,311 of 1,600).
+TEST_F(StepModelTest, OverlappingStatementsOfTwoThreadsEachCountOnce) {
+  for (int max_steps : {1000, 4}) {  // rows; and past the limit (START + 2 rows: both statements fold)
+    SCOPED_TRACE(max_steps);
+    Config c;
+    c.max_steps = uint32_t(max_steps);
+    set_config(c);
+    Collected::install();
+    Transaction* t = tx::begin("batch job", "process", true);
+    tx::set_process_transaction(t);
+    rec::add(t, StepKind::MESSAGE, "one");
+    rec::add(t, StepKind::MESSAGE, "two");
+    Worker a, b;
+    StepRef sa, sb;
+    SharedText text_a("select a"), text_b("select b");
+    a.run([&] { sa = rec::open(rec::current(), StepKind::SQL); });
+    FakeClock::advance(100);
+    b.run([&] { sb = rec::open(rec::current(), StepKind::SQL); });
+    FakeClock::advance(200);
+    uint64_t ea = 0, eb = 0;
+    a.run([&] { ea = rec::close_sql(sa, {.text = &text_a, .fingerprint = 1}); });
+    FakeClock::advance(700);
+    b.run([&] { eb = rec::close_sql(sb, {.text = &text_b, .fingerprint = 2}); });
+    tx::end(t, 0, "");
+    ASSERT_EQ(Collected::txs.size(), 1u);
+    const Transaction& done = *Collected::txs[0];
+    EXPECT_EQ(ea, 300u);
+    EXPECT_EQ(eb, 900u);  // B's own time, not cut short at A's close
+    EXPECT_EQ(done.totals.sql_count, 2u);
+    EXPECT_EQ(done.totals.sql_ns, 1200u);
+    uint64_t count = 0, elapsed = 0;
+    for (const Step& s : done.steps)
+      if (s.kind == StepKind::SQL) {
+        ++count;
+        elapsed += s.elapsed_ns;
+        EXPECT_EQ(s.parent, -1);  // neither statement is inside the other thread's
+      }
+    for (const StepSummary& m : done.summary)
+      if (m.kind == StepKind::SQL) {
+        count += m.count;
+        elapsed += m.elapsed_ns;
+      }
+    EXPECT_EQ(count, 2u);
+    EXPECT_EQ(elapsed, done.totals.sql_ns);
+    EXPECT_EQ(done.summary.empty(), max_steps == 1000);
+    EXPECT_EQ(test::gap_sum(done), done.elapsed_ns);
+  }
+}
+
+// Nesting stays per thread: a thread's statement inside its own open call is that call's child, and
+// closing the call closes it too; another thread's open call is left alone.
+TEST_F(StepModelTest, NestingIsPerThreadInASharedTransaction) {
+  Transaction* t = tx::begin("batch job", "process", true);
+  tx::set_process_transaction(t);
+  Worker a, b;
+  StepRef call, inner, other;
+  a.run([&] { call = rec::open(rec::current(), StepKind::HTTP_CALL); });
+  b.run([&] { other = rec::open(rec::current(), StepKind::SQL); });
+  a.run([&] { inner = rec::open(rec::current(), StepKind::DNS); });
+  FakeClock::advance(50);
+  a.run([&] { rec::close(call); });  // closes its own DNS step too, not B's statement
+  FakeClock::advance(50);
+  b.run([&] { rec::close(other); });
+  tx::end(t, 0, "");
+  ASSERT_EQ(Collected::txs.size(), 1u);
+  const Transaction& done = *Collected::txs[0];
+  ASSERT_EQ(done.steps.size(), 5u);
+  EXPECT_EQ(done.steps[1].kind, StepKind::HTTP_CALL);
+  EXPECT_EQ(done.steps[2].kind, StepKind::SQL);
+  EXPECT_EQ(done.steps[2].parent, -1);
+  EXPECT_EQ(done.steps[2].elapsed_ns, 100u);
+  EXPECT_EQ(done.steps[3].kind, StepKind::DNS);
+  EXPECT_EQ(done.steps[3].parent, 1);
+  EXPECT_EQ(done.steps[3].elapsed_ns, 50u);
+  EXPECT_EQ(done.steps[1].elapsed_ns, 50u);
 }
 
 // A thread that made a request current and exited (pthread_exit mid-request) while its connection stays
