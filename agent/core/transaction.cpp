@@ -169,8 +169,7 @@ void reset_tid_after_fork() { t_tid = 0; }
 
 Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   Transaction* t = fresh_transaction();
-  t->txid = ids::next();
-  ids::trace_id(t->trace_id);
+  ids::tx_ids(&t->txid, t->trace_id);
   t->name.assign(name.substr(0, 1024));
   t->kind.assign(kind);
   t->shared = shared;
