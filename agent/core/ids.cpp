@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <ctime>
 
 #include "clock.h"
@@ -54,10 +55,10 @@ uint64_t next() {
 namespace {
 void trace_from(uint64_t a, uint64_t seed, uint8_t out[16]) {
   uint64_t b = splitmix64(a ^ seed ^ 0x5bd1e995ull);
-  for (int i = 0; i < 8; ++i) {
-    out[i] = uint8_t(a >> (56 - 8 * i));
-    out[8 + i] = uint8_t(b >> (56 - 8 * i));
-  }
+  // Big-endian, as before (byte i = bits 63-8i): one byte swap and a store per half.
+  uint64_t be_a = __builtin_bswap64(a), be_b = __builtin_bswap64(b);
+  std::memcpy(out, &be_a, 8);
+  std::memcpy(out + 8, &be_b, 8);
 }
 }  // namespace
 
