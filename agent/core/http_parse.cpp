@@ -159,21 +159,21 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == sp1) return false;  // no method: not a request
   std::string_view version = line.substr(sp2 + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
-  out->method.assign(line.substr(0, sp1));
+  out->method = line.substr(0, sp1);
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   size_t q = target.find('?');
-  out->path.assign(target.substr(0, q));
-  if (q != std::string_view::npos) out->query.assign(target.substr(q + 1));
+  out->path = target.substr(0, q);
+  if (q != std::string_view::npos) out->query = target.substr(q + 1);
   out->keep_alive = version == "HTTP/1.1";
   bool ok = true;
   // Only the headers txray keeps or needs for framing; the others are skipped on their name's length.
   each_header(head, letters("hutc"), [&](std::string_view name, std::string_view value) {
     switch (name.size()) {
       case 4:
-        if (iequals_lower(name, "host")) out->host.assign(trim(value));
+        if (iequals_lower(name, "host")) out->host = trim(value);
         break;
       case 10:
-        if (iequals_lower(name, "user-agent")) out->user_agent.assign(trim(value).substr(0, 512));
+        if (iequals_lower(name, "user-agent")) out->user_agent = trim(value).substr(0, 512);
         else if (iequals_lower(name, "connection")) {
           if (iequals_lower(trim(value), "keep-alive")) out->keep_alive = true;  // the usual value, one compare
           else if (contains_token(value, "close")) out->keep_alive = false;
@@ -181,7 +181,7 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
         }
         break;
       case 11:
-        if (iequals_lower(name, "traceparent")) out->traceparent.assign(trim(value).substr(0, 128));
+        if (iequals_lower(name, "traceparent")) out->traceparent = trim(value).substr(0, 128);
         break;
       case 14:
         if (iequals_lower(name, "content-length")) ok &= parse_u64(value, &out->content_length);
