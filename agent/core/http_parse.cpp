@@ -34,7 +34,7 @@ inline bool iequals_lower(std::string_view a, std::string_view lit) {
   return true;
 }
 
-std::string_view trim(std::string_view s) {
+__attribute__((always_inline)) inline std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
