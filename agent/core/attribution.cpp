@@ -13,7 +13,7 @@
 
 namespace txray::attr {
 
-thread_local int t_window_fd __attribute__((tls_model("initial-exec"))) = -1;
+constinit thread_local int t_window_fd __attribute__((tls_model("initial-exec"))) = -1;
 
 namespace {
 

@@ -34,7 +34,7 @@ struct ReqRef {
 namespace attr {
 
 // The handler window: the inbound connection whose request bytes this thread read last (-1: closed).
-extern thread_local int t_window_fd __attribute__((tls_model("initial-exec")));
+extern constinit thread_local int t_window_fd __attribute__((tls_model("initial-exec")));
 
 // An event-wait call (epoll_wait, poll, select…) or a read of another socket: the handler window closes.
 inline void close_window() { t_window_fd = -1; }

@@ -1,6 +1,7 @@
 #include "http_conn.h"
 
 #include <cstdio>
+#include <cstring>
 #include <new>
 
 #include "attribution.h"
@@ -70,6 +71,9 @@ void HttpConn::on_read(const char* p, size_t n) {
     n -= used;
     if (n == 0) return;
   }
+  if (buf.empty() && !tx && n <= http::kMaxHead && (seq != 0 || h2::match_preface(p, n) < 0) &&
+      try_begin_in_place(p, n))
+    return;
   if (buf.size() + n > http::kMaxHead) {
     // A head this large (or many pipelined requests waiting) is not followed: stop watching.
     watching = false;
@@ -79,6 +83,68 @@ void HttpConn::on_read(const char* p, size_t n) {
   buf.append(p, n);
   if (try_h2()) return;
   try_begin();
+}
+
+// A read that holds a whole request head with nothing pending before it (the usual keep-alive
+// request): parsed where it lies, no copy into buf (issue 14). False when it does not (part of a head,
+// not a request): the buffered path takes the bytes as before, so the outcome never depends on how the
+// program's reads were split.
+bool HttpConn::try_begin_in_place(const char* p, size_t n) {
+  std::string_view data(p, n);
+  if (http::looks_like_request(data) != 1) return false;
+  size_t end = http::find_head_end(data, 0);
+  if (end == 0) return false;
+  if (!begin_request(data.substr(0, end))) {
+    watching = false;
+    return true;
+  }
+  // What followed the head in the same read: this request's body, then possibly the next request.
+  size_t used = req_body.feed(p + end, n - end);
+  tx->bytes_read += used;
+  if (end + used < n) buf.assign(p + end + used, n - end - used);
+  scanned = 0;
+  return true;
+}
+
+// Begins the transaction of a complete request head (head: its bytes, valid during the call). False:
+// not a valid request head.
+bool HttpConn::begin_request(std::string_view head_bytes) {
+  http::RequestHead head;
+  if (!http::parse_request_head(head_bytes, &head)) return false;
+  // "METHOD path" built on the stack: no allocation (tx::begin keeps 1,024 bytes of a name).
+  char name[1024];
+  size_t len = head.method.size() < sizeof name ? head.method.size() : sizeof name;
+  std::memcpy(name, head.method.data(), len);
+  if (len < sizeof name) name[len++] = ' ';
+  size_t take = head.path.size() < sizeof name - len ? head.path.size() : sizeof name - len;
+  std::memcpy(name + len, head.path.data(), take);
+  len += take;
+  tx = tx::begin(std::string_view(name, len), "http");
+  tx->client_addr = client_addr;
+  tx->bytes_read = head_bytes.size();
+  auto attr = [&](std::string_view key, std::string_view value) {
+    Attr& a = tx->attrs.emplace_back();
+    a.key.assign(key);
+    a.value.assign(value);
+  };
+  if (!head.query.empty()) attr("query", head.query.substr(0, 1024));
+  if (!head.host.empty()) attr("host", head.host.substr(0, 256));
+  if (!head.user_agent.empty()) attr("user_agent", head.user_agent);
+  if (!head.traceparent.empty()) {
+    // The one parser of the value (traceparent.h), which follows the spec's rules for receivers.
+    TraceParent tp;
+    if (parse_traceparent(head.traceparent, tp)) {
+      for (int i = 0; i < 16; ++i) tx->trace_id[i] = tp.trace_id[i];
+      tx->parent_span_id = tp.parent_id;
+    }
+  }
+  ++seq;
+  attr::request_began(tx, fd);
+  resp.reset(head.method == "HEAD");
+  if (head.chunked) req_body.reset(http::BodyFramer::Mode::chunked);
+  else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));
+  else req_body.reset(http::BodyFramer::Mode::none);
+  return true;
 }
 
 void HttpConn::try_begin() {
@@ -92,33 +158,11 @@ void HttpConn::try_begin() {
     size_t end = http::find_head_end(buf, scanned);
     scanned = buf.size();
     if (looks == 0 || end == 0) return;
-    http::RequestHead head;
-    if (!http::parse_request_head(std::string_view(buf).substr(0, end), &head)) {
+    if (!begin_request(std::string_view(buf).substr(0, end))) {
       watching = false;
       buf.clear();
       return;
     }
-    std::string name = head.method + " " + head.path;
-    tx = tx::begin(name, "http");
-    tx->client_addr = client_addr;
-    tx->bytes_read = end;
-    if (!head.query.empty()) tx->attrs.push_back({"query", head.query.substr(0, 1024)});
-    if (!head.host.empty()) tx->attrs.push_back({"host", head.host.substr(0, 256)});
-    if (!head.user_agent.empty()) tx->attrs.push_back({"user_agent", head.user_agent});
-    if (!head.traceparent.empty()) {
-      // The one parser of the value (traceparent.h), which follows the spec's rules for receivers.
-      TraceParent tp;
-      if (parse_traceparent(head.traceparent, tp)) {
-        for (int i = 0; i < 16; ++i) tx->trace_id[i] = tp.trace_id[i];
-        tx->parent_span_id = tp.parent_id;
-      }
-    }
-    ++seq;
-    attr::request_began(tx, fd);
-    resp.reset(head.method == "HEAD");
-    if (head.chunked) req_body.reset(http::BodyFramer::Mode::chunked);
-    else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));
-    else req_body.reset(http::BodyFramer::Mode::none);
     // What followed the head in the same read: this request's body, then possibly the next request.
     size_t used = req_body.feed(buf.data() + end, buf.size() - end);
     tx->bytes_read += used;

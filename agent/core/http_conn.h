@@ -57,6 +57,8 @@ struct HttpConn {
  private:
   bool try_h2();
   void try_begin();
+  bool try_begin_in_place(const char* p, size_t n);
+  bool begin_request(std::string_view head);
   void finish(int status, const char* error);
 };
 

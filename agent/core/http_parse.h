@@ -19,11 +19,12 @@ size_t find_head_end(std::string_view buf, size_t from);
 // Returns +1 = yes (whole request line seen), 0 = can't tell yet, -1 = not HTTP/1.x.
 int looks_like_request(std::string_view buf);
 
+// Views into the head that was parsed (issue 14: no copies): valid while it is.
 struct RequestHead {
-  std::string method;
-  std::string path;   // target without the query string
-  std::string query;  // after '?', without it
-  std::string host, user_agent, traceparent;
+  std::string_view method;
+  std::string_view path;   // target without the query string
+  std::string_view query;  // after '?', without it
+  std::string_view host, user_agent, traceparent;
   int64_t content_length = -1;  // -1 when absent
   bool chunked = false;
   bool keep_alive = true;       // HTTP/1.1 default; "Connection: close" or HTTP/1.0 without keep-alive

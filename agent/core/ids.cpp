@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <ctime>
 
 #include "clock.h"
@@ -51,11 +52,33 @@ uint64_t next() {
   }
 }
 
-void trace_id(uint8_t out[16]) {
-  uint64_t a = next(), b = splitmix64(a ^ g_seed.load(std::memory_order_relaxed) ^ 0x5bd1e995ull);
-  for (int i = 0; i < 8; ++i) {
-    out[i] = uint8_t(a >> (56 - 8 * i));
-    out[8 + i] = uint8_t(b >> (56 - 8 * i));
+namespace {
+void trace_from(uint64_t a, uint64_t seed, uint8_t out[16]) {
+  uint64_t b = splitmix64(a ^ seed ^ 0x5bd1e995ull);
+  // Big-endian, as before (byte i = bits 63-8i): one byte swap and a store per half.
+  uint64_t be_a = __builtin_bswap64(a), be_b = __builtin_bswap64(b);
+  std::memcpy(out, &be_a, 8);
+  std::memcpy(out + 8, &be_b, 8);
+}
+}  // namespace
+
+void trace_id(uint8_t out[16]) { trace_from(next(), g_seed.load(std::memory_order_relaxed), out); }
+
+void tx_ids(uint64_t* txid, uint8_t trace[16]) {
+  uint64_t seed = g_seed.load(std::memory_order_relaxed);
+  if (seed == 0) {
+    reseed();
+    seed = g_seed.load(std::memory_order_relaxed);
+  }
+  for (;;) {
+    uint64_t c = g_counter.fetch_add(2, std::memory_order_relaxed);
+    uint64_t v = splitmix64(seed + c * 0x9e3779b97f4a7c15ull);
+    uint64_t a = splitmix64(seed + (c + 1) * 0x9e3779b97f4a7c15ull);
+    if (v && a) {
+      *txid = v;
+      trace_from(a, seed, trace);
+      return;
+    }
   }
 }
 

@@ -72,11 +72,10 @@ void start(Transaction* t) {
   t->last_row_mono_ns = now;
   t->last_row_cpu_ns = cpu_now(t);
   t->last_row_tid = t->shared ? 0 : tx::this_tid();
-  Step s;
+  Step& s = t->steps.emplace_back();  // in place (issue 14: a Step is ~200 bytes to move and destroy)
   s.kind = StepKind::START;
   s.seq = ++t->next_seq;
   s.start_mono_ns = now;
-  t->steps.push_back(std::move(s));
   ++t->rows;
 }
 
@@ -159,12 +158,11 @@ void finish(Transaction* t) {
       if (i < t->steps.size() && t->steps[i].open) close_at(t, int32_t(i));
   fold_tail(t);
   uint64_t now = clock::mono_ns();
-  Step s;
+  Step& s = t->steps.emplace_back();
   s.kind = StepKind::END;
   s.seq = ++t->next_seq;
   s.start_mono_ns = now;
   stamp(t, s, now);
-  t->steps.push_back(std::move(s));
   t->elapsed_ns = now - t->start_mono_ns;
 }
 

@@ -169,8 +169,7 @@ void reset_tid_after_fork() { t_tid = 0; }
 
 Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   Transaction* t = fresh_transaction();
-  t->txid = ids::next();
-  ids::trace_id(t->trace_id);
+  ids::tx_ids(&t->txid, t->trace_id);
   t->name.assign(name.substr(0, 1024));
   t->kind.assign(kind);
   t->shared = shared;
@@ -195,12 +194,22 @@ void end(Transaction* t, int32_t status, std::string_view error) {
     rows::finish(t);
     cpu::on_end(t);
   }
+  // Fewer locked operations per request (issue 14): on its owner thread the slot is cleared with a
+  // plain store (only the owner stores transactions there; another thread's end() only ever swaps its
+  // own transaction out, with a compare-exchange, which a value other than its own makes fail); the
+  // process transaction is swapped out only when it is this one (an http-mode request never is).
   if (auto* slot = t->owner_slot) {
-    Transaction* expected = t;
-    slot->compare_exchange_strong(expected, nullptr);
+    if (t_slot && slot == &t_slot->cur) {
+      if (slot->load(std::memory_order_relaxed) == t) slot->store(nullptr, std::memory_order_relaxed);
+    } else {
+      Transaction* expected = t;
+      slot->compare_exchange_strong(expected, nullptr);
+    }
   }
-  Transaction* expected = t;
-  g_process_tx.compare_exchange_strong(expected, nullptr);
+  if (g_process_tx.load(std::memory_order_relaxed) == t) {
+    Transaction* expected = t;
+    g_process_tx.compare_exchange_strong(expected, nullptr);
+  }
   unref(t);
 }
 

@@ -8,8 +8,8 @@
 
 namespace txray::hooks {
 
-thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec"))) = ThreadKind::unknown;
-thread_local unsigned t_in_family __attribute__((tls_model("initial-exec"))) = 0;
+constinit thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec"))) = ThreadKind::unknown;
+constinit thread_local unsigned t_in_family __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<bool> g_enabled{false};
 std::atomic<int> g_pid{0};
 

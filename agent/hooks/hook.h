@@ -56,9 +56,9 @@ enum class ThreadKind : unsigned char { unknown = 0, host = 1, agent = 2 };
 
 namespace hooks {
 // Thread-local state of the hook layer (initial-exec TLS: no allocation, no lock on first access).
-extern thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec")));
+extern constinit thread_local ThreadKind t_kind __attribute__((tls_model("initial-exec")));
 // One bit per HookFamily: set while a hook of that family runs on this thread.
-extern thread_local unsigned t_in_family __attribute__((tls_model("initial-exec")));
+extern constinit thread_local unsigned t_in_family __attribute__((tls_model("initial-exec")));
 // False in TXRAY_MODE=off and before the agent's constructor ran.
 extern std::atomic<bool> g_enabled;
 // The pid the agent runs in (set at start-up and in a forked child).

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -148,18 +149,45 @@ using ReadvFn = ssize_t (*)(int, const iovec*, int);
 using WriteFn = ssize_t (*)(int, const void*, size_t);
 using SendFn = ssize_t (*)(int, const void*, size_t, int);
 
-__attribute__((noinline)) ssize_t read_followed(ReadFn real, txray::FdSlot* s, int fd, void* buf, size_t n) {
+// A followed socket whose reads and writes only count bytes: outbound, connected, not HTTP (or let go:
+// FdSlot::http_live). Its hooks take no thread-kind check: a descriptor becomes followed only on a host
+// thread with the agent enabled (which it stays), and the agent's threads never use the program's
+// sockets. Issue 14: the hook_cost benchmark's followed socket is one of these.
+inline bool plain_outbound(const txray::FdSlot* s) {
+  return s->kind.load(std::memory_order_relaxed) == FdKind::outbound && !txray::http_out::has_client(s) &&
+         !s->connecting.load(std::memory_order_relaxed);
+}
+
+__attribute__((noinline)) ssize_t read_slow(ReadFn real, txray::FdSlot* s, int fd, void* buf, size_t n) {
   ssize_t r = real(fd, buf, n);
   if (r > 0 && txray::host_thread_enabled()) sock::on_read_at(s, buf, size_t(r));
   else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
   return r;
 }
+__attribute__((noinline)) ssize_t read_followed(ReadFn real, txray::FdSlot* s, int fd, void* buf, size_t n) {
+  if (!plain_outbound(s)) return read_slow(real, s, fd, buf, n);
+  ssize_t r = real(fd, buf, n);
+  if (r > 0) {
+    s->add_read(size_t(r));
+    txray::attr::close_window();
+  }
+  return r;
+}
 
-__attribute__((noinline)) ssize_t recv_followed(RecvFn real, txray::FdSlot* s, int fd, void* buf, size_t n, int flags) {
+__attribute__((noinline)) ssize_t recv_slow(RecvFn real, txray::FdSlot* s, int fd, void* buf, size_t n, int flags) {
   ssize_t r = real(fd, buf, n, flags);
   // MSG_PEEK leaves the bytes in the socket: they are counted when really read.
   if (r > 0 && !(flags & MSG_PEEK) && txray::host_thread_enabled()) sock::on_read_at(s, buf, size_t(r));
   else if (r == 0 && n > 0 && txray::host_thread_enabled()) sock::on_eof(fd);
+  return r;
+}
+__attribute__((noinline)) ssize_t recv_followed(RecvFn real, txray::FdSlot* s, int fd, void* buf, size_t n, int flags) {
+  if (!plain_outbound(s)) return recv_slow(real, s, fd, buf, n, flags);
+  ssize_t r = real(fd, buf, n, flags);
+  if (r > 0 && !(flags & MSG_PEEK)) {
+    s->add_read(size_t(r));
+    txray::attr::close_window();
+  }
   return r;
 }
 
@@ -169,19 +197,31 @@ __attribute__((noinline)) ssize_t readv_followed(ReadvFn real, txray::FdSlot* s,
   return r;
 }
 
-__attribute__((noinline)) ssize_t write_followed(WriteFn real, txray::FdSlot* s, int fd, const void* buf, size_t n) {
+__attribute__((noinline)) ssize_t write_slow(WriteFn real, txray::FdSlot* s, int fd, const void* buf, size_t n) {
   iovec v{const_cast<void*>(buf), n};
   if (ssize_t hr; http_write_at(s, fd, &v, 1, nullptr, &hr)) return hr;
   ssize_t r = real(fd, buf, n);
   if (r > 0 && txray::host_thread_enabled()) sock::on_write_at(s, buf, size_t(r));
   return r;
 }
+__attribute__((noinline)) ssize_t write_followed(WriteFn real, txray::FdSlot* s, int fd, const void* buf, size_t n) {
+  if (!plain_outbound(s)) return write_slow(real, s, fd, buf, n);
+  ssize_t r = real(fd, buf, n);
+  if (r > 0) s->add_written(size_t(r));
+  return r;
+}
 
-__attribute__((noinline)) ssize_t send_followed(SendFn real, txray::FdSlot* s, int fd, const void* buf, size_t n, int flags) {
+__attribute__((noinline)) ssize_t send_slow(SendFn real, txray::FdSlot* s, int fd, const void* buf, size_t n, int flags) {
   iovec v{const_cast<void*>(buf), n};
   if (ssize_t hr; http_write_at(s, fd, &v, 1, &flags, &hr)) return hr;
   ssize_t r = real(fd, buf, n, flags);
   if (r > 0 && txray::host_thread_enabled()) sock::on_write_at(s, buf, size_t(r));
+  return r;
+}
+__attribute__((noinline)) ssize_t send_followed(SendFn real, txray::FdSlot* s, int fd, const void* buf, size_t n, int flags) {
+  if (!plain_outbound(s)) return send_slow(real, s, fd, buf, n, flags);
+  ssize_t r = real(fd, buf, n, flags);
+  if (r > 0) s->add_written(size_t(r));
   return r;
 }
 
@@ -190,6 +230,57 @@ __attribute__((noinline)) ssize_t writev_followed(ReadvFn real, txray::FdSlot* s
   ssize_t r = real(fd, iov, cnt);
   if (r > 0 && txray::host_thread_enabled()) sock::on_writev_at(s, iov, cnt, size_t(r));
   return r;
+}
+
+// write() to the runtime hint descriptor (core/hint_protocol.h), out of line: the plain write hook
+// keeps no stack frame.
+__attribute__((noinline)) ssize_t write_hint(WriteFn real, int fd, const void* buf, size_t n) {
+  if (long hr; txray::hooks::hint_write(buf, n, &hr)) return hr;
+  return real(fd, buf, n);
+}
+
+// The real read/write family, resolved on first use. The hooks below take the unresolved case out of
+// line as a tail call (hot_real): with the resolver's call inlined, every read and write paid a stack
+// frame for it (issue 14).
+template <typename F>
+struct HotReal {
+  std::atomic<void*> slot{nullptr};
+  F get() const { return reinterpret_cast<F>(slot.load(std::memory_order_relaxed)); }
+};
+HotReal<ReadFn> g_read;
+HotReal<RecvFn> g_recv;
+HotReal<ReadvFn> g_readv;
+HotReal<WriteFn> g_write;
+HotReal<SendFn> g_send;
+HotReal<ReadvFn> g_writev;
+
+// Resolves `name` into h and calls the hook again (which then finds it), or fails like the call would.
+#define TXRAY_HOT_UNRESOLVED(h, name, ...)                                                   \
+  do {                                                                                        \
+    if (!txray::hooks::real_fn<decltype(h.get())>(h.slot, #name, nullptr)) {                 \
+      errno = ENOSYS;                                                                         \
+      return -1;                                                                              \
+    }                                                                                         \
+    return ::name(__VA_ARGS__);                                                               \
+  } while (0)
+
+__attribute__((noinline, cold)) ssize_t read_unresolved(int fd, void* buf, size_t n) {
+  TXRAY_HOT_UNRESOLVED(g_read, read, fd, buf, n);
+}
+__attribute__((noinline, cold)) ssize_t recv_unresolved(int fd, void* buf, size_t n, int flags) {
+  TXRAY_HOT_UNRESOLVED(g_recv, recv, fd, buf, n, flags);
+}
+__attribute__((noinline, cold)) ssize_t readv_unresolved(int fd, const iovec* iov, int cnt) {
+  TXRAY_HOT_UNRESOLVED(g_readv, readv, fd, iov, cnt);
+}
+__attribute__((noinline, cold)) ssize_t write_unresolved(int fd, const void* buf, size_t n) {
+  TXRAY_HOT_UNRESOLVED(g_write, write, fd, buf, n);
+}
+__attribute__((noinline, cold)) ssize_t send_unresolved(int fd, const void* buf, size_t n, int flags) {
+  TXRAY_HOT_UNRESOLVED(g_send, send, fd, buf, n, flags);
+}
+__attribute__((noinline, cold)) ssize_t writev_unresolved(int fd, const iovec* iov, int cnt) {
+  TXRAY_HOT_UNRESOLVED(g_writev, writev, fd, iov, cnt);
 }
 
 }  // namespace
@@ -243,16 +334,16 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 ssize_t read(int fd, void* buf, size_t n) {
-  auto real = TXRAY_REAL(read, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
+  auto real = g_read.get();
+  if (__builtin_expect(!real, 0)) return read_unresolved(fd, buf, n);
   txray::FdSlot* s = followed(fd);
   if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n);
   return read_followed(real, s, fd, buf, n);
 }
 
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  auto real = TXRAY_REAL(recv, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
+  auto real = g_recv.get();
+  if (__builtin_expect(!real, 0)) return recv_unresolved(fd, buf, n, flags);
   txray::FdSlot* s = followed(fd);
   if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n, flags);
   return recv_followed(real, s, fd, buf, n, flags);
@@ -277,27 +368,25 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 }
 
 ssize_t readv(int fd, const iovec* iov, int cnt) {
-  auto real = TXRAY_REAL(readv, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
+  auto real = g_readv.get();
+  if (__builtin_expect(!real, 0)) return readv_unresolved(fd, iov, cnt);
   txray::FdSlot* s = followed(fd);
   if (__builtin_expect(s == nullptr, 1)) return real(fd, iov, cnt);
   return readv_followed(real, s, fd, iov, cnt);
 }
 
 ssize_t write(int fd, const void* buf, size_t n) {
-  auto real = TXRAY_REAL(write, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
-  if (__builtin_expect(fd == txray::hint::kHintFd, 0)) {
-    if (long hr; txray::hooks::hint_write(buf, n, &hr)) return hr;
-  }
+  auto real = g_write.get();
+  if (__builtin_expect(!real, 0)) return write_unresolved(fd, buf, n);
+  if (__builtin_expect(fd == txray::hint::kHintFd, 0)) return write_hint(real, fd, buf, n);
   txray::FdSlot* s = followed(fd);
   if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n);
   return write_followed(real, s, fd, buf, n);
 }
 
 ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  auto real = TXRAY_REAL(send, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
+  auto real = g_send.get();
+  if (__builtin_expect(!real, 0)) return send_unresolved(fd, buf, n, flags);
   txray::FdSlot* s = followed(fd);
   if (__builtin_expect(s == nullptr, 1)) return real(fd, buf, n, flags);
   return send_followed(real, s, fd, buf, n, flags);
@@ -324,8 +413,8 @@ ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 }
 
 ssize_t writev(int fd, const iovec* iov, int cnt) {
-  auto real = TXRAY_REAL(writev, nullptr);
-  if (!real) { errno = ENOSYS; return -1; }
+  auto real = g_writev.get();
+  if (__builtin_expect(!real, 0)) return writev_unresolved(fd, iov, cnt);
   txray::FdSlot* s = followed(fd);
   if (__builtin_expect(s == nullptr, 1)) return real(fd, iov, cnt);
   return writev_followed(real, s, fd, iov, cnt);

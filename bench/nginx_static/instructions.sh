@@ -7,7 +7,11 @@
 # and sending count) are divided by REQUESTS. System calls are one instruction each to callgrind: the
 # kernel's share, and so the thread-CPU clock reads themselves, are in run.sh's figures only.
 # Usage: bench/nginx_static/instructions.sh BUILD_DIR   (env: WARMUP=500 REQUESTS=3000 CONNS=10
-#        KEEP=dir: keep the callgrind files for callgrind_annotate)
+#        KEEP=dir: keep the callgrind files for callgrind_annotate; AGENT_ENV="K=V ...": more settings for
+#        the agent run, e.g. TXRAY_CPU_SAMPLES=0 — under valgrind nginx runs ~50x slower, so the sampler,
+#        which fires per 10 ms of CPU, takes ~50x more samples per request than at full speed)
+# It also prints the agent's instructions split by thread: nginx's own thread (host) and the rest (the
+# agent thread), from a second file per thread (--separate-threads=yes).
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 AGENT=$BUILD/lib/libtxray-agent.so
@@ -56,9 +60,10 @@ PIDS="$!"
 
 count() {  # $1 = bare|agent; prints instructions per request of the whole nginx process
   local env=(env -u LD_PRELOAD)
-  [ "$1" = agent ] && env+=(LD_PRELOAD=$AGENT TXRAY_COLLECTOR=ipc://$WORK/collect.sock TXRAY_APP=bench-nginx)
+  # shellcheck disable=SC2206
+  [ "$1" = agent ] && env+=(LD_PRELOAD=$AGENT TXRAY_COLLECTOR=ipc://$WORK/collect.sock TXRAY_APP=bench-nginx ${AGENT_ENV:-})
   rm -f "$WORK"/cg.out*
-  "${env[@]}" valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+  "${env[@]}" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$WORK/cg.out" \
     "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" >"$WORK/nginx.out" 2>"$WORK/nginx.err" &
   local pid=$!
   for _ in $(seq 600); do
@@ -73,15 +78,20 @@ count() {  # $1 = bare|agent; prints instructions per request of the whole nginx
   callgrind_control -d $pid >/dev/null 2>&1
   kill $pid 2>/dev/null || true
   wait $pid 2>/dev/null || true
-  local f; f=$(ls "$WORK"/cg.out.* 2>/dev/null | grep -v '\.[0-9]*-' | head -1 || true)
-  [ -n "$f" ] || f=$(ls "$WORK"/cg.out.*1 2>/dev/null | head -1 || true)
-  [ -n "$f" ] || { echo "instructions: no callgrind dump" >&2; ls "$WORK" >&2; return 1; }
-  [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$f" "$KEEP/cg.$1"
-  local ir; ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$f")
-  echo $((ir / REQUESTS))
+  # One file per thread (cg.out.1-01: nginx's own thread, -02 on: the agent thread), dumped by -d.
+  local files; files=$(ls "$WORK"/cg.out.*-[0-9]* 2>/dev/null | grep -E '\.[0-9]+-[0-9]+$' || true)
+  [ -n "$files" ] || { echo "instructions: no callgrind dump" >&2; ls "$WORK" >&2; return 1; }
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; for f in $files; do cp "$f" "$KEEP/cg.$1.${f##*-}"; done; fi
+  local host=0 rest=0 f ir
+  for f in $files; do
+    ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$f")
+    case "$f" in *-01) host=$((host + ir)) ;; *) rest=$((rest + ir)) ;; esac
+  done
+  echo "$(((host + rest) / REQUESTS)) $((host / REQUESTS)) $((rest / REQUESTS))"
 }
 
-b=$(count bare)
-a=$(count agent)
-echo "nginx_static instructions: nginx under callgrind, $WARMUP warm-up requests, then $REQUESTS counted over $CONNS keep-alive connections"
+read -r b bh _ <<<"$(count bare)"
+read -r a ah aa <<<"$(count agent)"
+echo "nginx_static instructions: nginx under callgrind, $WARMUP warm-up requests, then $REQUESTS counted over $CONNS keep-alive connections${AGENT_ENV:+ (agent: $AGENT_ENV)}"
 echo "  bare $b, agent $a instructions per request (whole process): agent adds $((a - b)) ($(awk -v a=$a -v b=$b 'BEGIN {printf "%+.1f%%", 100*(a-b)/b}'))"
+echo "  by thread: nginx's thread $bh -> $ah (+$((ah - bh))), agent thread +$aa"
