@@ -1,0 +1,38 @@
+// Runs a command where perf_event_open is refused, as a container runtime's seccomp profile does it
+// (Docker's default refuses it with EPERM; this one says EACCES): a seccomp filter that fails that one
+// system call, then exec. Used to check the agent's CPU sampler falls back to the signal sampler
+// (tests/e2e/test_cpu_samples.py).
+// Usage: txray-rel-no-perf CMD ARGS...
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s CMD ARGS...\n", argv[0]);
+    return 2;
+  }
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    return 2;
+  }
+  execvp(argv[1], argv + 1);
+  perror("exec");
+  return 127;
+}
