@@ -202,6 +202,28 @@ class CpuSamplesTest(TxrayTestCase):
             self.assertGreaterEqual(under / n, 0.5, tx["cpu_stacks"][:4])
         print(f"\n{self.SAMPLER}: python3 zlib loop: deflate share {', '.join(f'{s:.0%}' for s in shares)}")
 
+    def test_waits_of_a_program_without_handlers_never_return_eintr(self):
+        """poll() and select() are never restarted after a signal handler (SA_RESTART does not apply).
+        A program with no handler of its own waits in them over 400 empty pipes with a 1 ms timeout, so
+        its CPU time is spent in the kernel setting the waits up, and is sampled every 1 ms there: no wait
+        returns EINTR, and samples were taken (kernels with POSIX_CPU_TIMERS_TASK_WORK, 5.11+ on x86-64,
+        send a CPU timer's signal on the way back to user space, after the call has returned;
+        docs/stacks.md)."""
+        argv = [subject("poll_eintr"), "25", "400"]
+        bare = subprocess.run(argv, env=bare_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        self.assertIn(" eintr 0", bare.stdout)
+        with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/waits.sock", db=f"{self.tmp}/waits.db") as c:
+            traced = subprocess.run(argv, env=agent_env(c.endpoint, app="waits", extra={"TXRAY_CPU_SAMPLE_MS": "1"}),
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual((traced.returncode, traced.stdout), (0, bare.stdout), traced.stderr)
+            wait_transactions(c.db, 25)
+            txs = show_json(c.db, "--app", "waits", "--last", "25")
+        self.assertEqual(len(txs), 25)
+        samples = sum(t.get("cpu_samples", 0) for t in txs)
+        self.assertGreater(samples, 5, [t["cpu_ns"] for t in txs])
+        print(f"\n{self.SAMPLER}: {traced.stdout.strip()} with {samples} samples taken during the waits")
+
     def test_off(self):
         with Collector(self.tmp) as c:
             argv = [subject("cpu_signals"), "sigprof", "4", "30000"]
