@@ -423,6 +423,7 @@ bool flush(uint32_t timeout_ms, bool here_too) {
 
 void after_fork_child() {
   counters().reset();
+  cpu::perfdrain::after_fork_child();  // the parent's sample lists (its rings are not mapped here)
   // The child's copies of the parent's agent descriptors (in the shared table: its collector
   // connection): closed, so that the child's table holds nothing of the agent's and nothing the child
   // sends can interleave with the parent's stream. Its own connection opens on first use.
