@@ -32,7 +32,7 @@ struct Config {
   // at start succeeds, else the signal timer; perf / signal: that one only (perf refused: off).
   enum class CpuSampler : uint8_t { automatic, perf, signal };
   CpuSampler cpu_sampler = CpuSampler::automatic;
-  uint32_t cpu_stack_kb = 16;                      // TXRAY_CPU_STACK_KB: user stack copied per perf sample (1..60)
+  uint32_t cpu_stack_kb = 8;                       // TXRAY_CPU_STACK_KB: user stack copied per perf sample (1..60)
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE

@@ -5,7 +5,7 @@
 #            thread's timer kept armed between transactions (TXRAY_CPU_SAMPLE_ARM=keep)
 #   tx       the signal sampler, its timer armed at each begin and disarmed at each end (ARM=tx)
 #   perf     the perf_event_open sampler (TXRAY_CPU_SAMPLER=perf): a sample every 10 ms of thread CPU,
-#            16 KiB of user stack copied by the kernel, unwound on the agent thread
+#            8 KiB of user stack copied by the kernel, unwound on the agent thread
 #   1ms      signal, a sample every 1 ms (ten times the default: shows what one sample costs)
 #   perf1ms  perf, a sample every 1 ms
 # 1. CPU clocks (not wall time: this shared 2-core VM is too noisy for a 2% question):
