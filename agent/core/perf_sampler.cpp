@@ -145,14 +145,26 @@ bool probe(const Config& c, std::string* why) {
   size_t want = size_t(g_stack + 512) * 8;
   g_data = page;
   while (g_data < want) g_data *= 2;
-  size_t bytes = 0;
-  void* base = open_ring(&bytes);
-  if (!base) {
+  // Whether perf_event_open may be called at all, without making an event: an attribute too short to
+  // be one. A seccomp filter refuses the call before the kernel looks at it (its errno: EPERM, EACCES),
+  // perf_event_paranoid 3+ refuses it first thing (EACCES), a kernel without perf events says ENOSYS;
+  // otherwise the kernel answers E2BIG. A real event is not made here on purpose: the first task-bound
+  // event of a system makes the kernel wait for an RCU grace period (10-30 ms of wall time here), which
+  // every program loading the agent would pay; the first transaction's thread pays it instead, once.
+  perf_event_attr a{};
+  a.size = 1;
+  int saved = errno;
+  long r = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  int err = errno;
+  if (r >= 0) close(int(r));  // never expected
+  errno = saved;
+  if (r < 0 && err != E2BIG && err != EINVAL) {
+    note_error("perf_event_open", err);
     std::lock_guard<std::mutex> lock(g_err_mu);
     *why = g_err;
+    g_err[0] = 0;
     return false;
   }
-  munmap(base, bytes);
   return true;
 }
 

@@ -44,8 +44,8 @@ struct Ring {
 
 constexpr size_t kMaxRings = 256;
 
-// Opens the event on the calling thread and maps its ring, then lets both go: whether this process may
-// use the perf sampler. `why` gets the reason when not ("perf_event_open: Permission denied").
+// Whether this process may use the perf sampler, without making an event (perf_sampler.cpp says why):
+// `why` gets the reason when not ("perf_event_open: Permission denied"). Also sizes the rings.
 bool probe(const Config& c, std::string* why);
 // After a successful probe: the perf sampler is the one in use.
 void start(const Config& c);
