@@ -61,6 +61,7 @@ uint32_t g_cap = 256;
 bool g_keep_armed = false;
 char g_why_off[96] = "not started";
 char g_perf_refused[112] = "";  // auto: why the perf sampler was not taken (said in the status)
+bool g_auto = false;            // TXRAY_CPU_SAMPLER=auto chose perf (a refused first open falls back)
 
 // Every thread's timer, so that all of them can be stopped at once when the program takes the signal
 // (host_takes_signal). A thread that finds no free slot does not sample.
@@ -235,7 +236,14 @@ void init(const Config& c) {
                    (c.cpu_sampler == Config::CpuSampler::automatic && c.mode != Mode::process);
   if (want_perf) {
     std::string why;
-    if (try_perf(c, &why)) return;
+    if (try_perf(c, &why)) {
+      // auto: the first thread's real open may still fail (the ring's mmap: a locked-memory limit);
+      // the signal sampler then takes over (perf_refused_at_first_open), with libunwind loaded now, in
+      // an ordinary context, not inside that thread's hook.
+      g_auto = c.cpu_sampler == Config::CpuSampler::automatic;
+      if (g_auto) stacks::preload();
+      return;
+    }
     if (c.cpu_sampler == Config::CpuSampler::perf) {
       std::snprintf(g_why_off, sizeof g_why_off, "off (TXRAY_CPU_SAMPLER=perf: %s)", why.c_str());
       return;
@@ -389,6 +397,14 @@ void host_takes_signal() {
   itimerspec zero{};
   for (auto& slot : g_timers)
     if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v - 1), 0, &zero, nullptr);
+}
+
+void perf_refused_at_first_open(const char* why) {
+  static std::atomic<bool> once{false};
+  if (!g_auto || once.exchange(true)) return;
+  std::snprintf(g_perf_refused, sizeof g_perf_refused, "%s", why);
+  perf::stop();
+  init_signal(config());
 }
 
 void after_fork_child() {

@@ -85,6 +85,10 @@ void host_takes_signal();
 // Agent thread, about once a second: stops sampling when the program took the signal for itself.
 void check_host_signal();
 
+// auto chose perf and the first thread's event could not be had (its ring's mmap refused): the signal
+// sampler takes over from now on, and the status says why (core/perf_sampler.cpp calls it, once).
+void perf_refused_at_first_open(const char* why);
+
 // Forked child: the parent's timers are gone; forget this thread's buffer (a new one is made).
 void after_fork_child();
 

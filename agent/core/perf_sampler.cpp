@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "config.h"
+#include "cpu_sampler.h"
 #include "hooks/hook.h"
 #include "transaction.h"
 
@@ -22,6 +23,7 @@ namespace {
 Ring g_rings[kMaxRings];
 std::atomic<size_t> g_count{0};  // slots ever used (high-water mark)
 std::atomic<bool> g_active{false};
+std::atomic<bool> g_ever_opened{false};  // a ring was had once in this process
 std::atomic<uint64_t> g_unsampled{0};
 std::mutex g_err_mu;
 char g_err[96] = "";
@@ -113,9 +115,17 @@ Ring* own_ring() {
   void* base = open_ring(&bytes);
   if (!base) {
     r->state.store(Ring::kFree, std::memory_order_release);
+    if (!g_ever_opened.load(std::memory_order_acquire)) {
+      // The first thread's open refused: auto falls back to the signal sampler (this transaction's
+      // timer is armed by cpu::on_begin right after); an explicit perf counts the thread.
+      std::string why = last_open_error();
+      cpu::perf_refused_at_first_open(why.c_str());
+      if (!active()) return nullptr;
+    }
     g_unsampled.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  g_ever_opened.store(true, std::memory_order_release);
   r->base = base;
   r->bytes = bytes;
   r->tid = tx::this_tid();
@@ -154,7 +164,7 @@ bool probe(const Config& c, std::string* why) {
   perf_event_attr a{};
   a.size = 1;
   int saved = errno;
-  long r = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  long r = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);  // flags 0: the real opens pass FD_CLOEXEC
   int err = errno;
   if (r >= 0) close(int(r));  // never expected
   errno = saved;
@@ -174,6 +184,7 @@ void start(const Config&) {
 }
 
 bool active() { return g_active.load(std::memory_order_relaxed); }
+void stop() { g_active.store(false, std::memory_order_release); }
 
 void before_start(Transaction* t) {
   Ring* r = own_ring();
@@ -232,6 +243,7 @@ void after_fork_child() {
     r.state.store(Ring::kFree, std::memory_order_relaxed);
   }
   g_count.store(0, std::memory_order_release);
+  g_ever_opened.store(false, std::memory_order_relaxed);
   t_ring = nullptr;
   t_never = false;
   if (g_key_ok) pthread_setspecific(g_key, nullptr);

@@ -50,6 +50,8 @@ bool probe(const Config& c, std::string* why);
 // After a successful probe: the perf sampler is the one in use.
 void start(const Config& c);
 bool active();
+// auto's fallback after a refused first open: no more rings are opened.
+void stop();
 
 // Transaction hooks (cpu_sampler.cpp), host thread. before_start() runs before the transaction's start
 // time is read (so the agent thread, seeing no reference, may discard older samples); on_end() after END.

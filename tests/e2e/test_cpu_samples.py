@@ -15,7 +15,8 @@ Both samplers (TXRAY_CPU_SAMPLER, docs/stacks.md): every expectation above runs 
 (CpuSamplesTest) and the ones that are not about signals under the perf_event_open sampler as well
 (CpuSamplesPerfTest); python3 running a CPU-heavy zlib loop (transactions of the C API through ctypes)
 names zlib's deflate under both; the fallback: where perf_event_open is refused (a seccomp filter, as a
-container runtime's: tests/reliability/subjects/no_perf.c), auto runs the signal sampler and says why,
+container runtime's: tests/reliability/subjects/no_perf.c), auto runs the signal sampler and says why
+(also when only the first thread's event is refused, after the start-up probe passed),
 TXRAY_CPU_SAMPLER=perf runs none and says so, and auto elsewhere on this VM runs perf."""
 import gzip
 import json
@@ -323,6 +324,15 @@ class SamplerChoiceTest(TxrayTestCase):
             self.assertEqual(tx["cpu_sampler"], "off (TXRAY_CPU_SAMPLER=perf: perf_event_open: Permission denied)")
             self.assertNotIn("cpu_samples", tx)
         print(f"\nperf_event_open refused: {fallback[0]['cpu_sampler']}")
+
+    def test_refused_first_event_falls_back_to_signal(self):
+        """The start-up probe passes but the first thread's event is refused (as a ring refused by a
+        locked-memory limit would be): auto switches to the signal sampler there, the first transaction
+        already sampled by it."""
+        for tx in self.run_zlib("first-open", None, (subject("no_perf"), "--events-only")):
+            self.assertTrue(tx["cpu_sampler"].startswith("signal "), tx["cpu_sampler"])
+            self.assertIn("perf refused: perf_event_open: Permission denied", tx["cpu_sampler"])
+            self.assertGreater(tx.get("cpu_samples", 0), 0, tx)
 
 
 if __name__ == "__main__":
