@@ -150,9 +150,10 @@ Ring* own_ring() {
 bool probe(const Config& c, std::string* why) {
   g_period_ns = uint64_t(c.cpu_sample_ms) * 1'000'000ull;
   g_stack = c.cpu_stack_kb * 1024;
-  // At least 8 samples between two drains of the agent thread (every 5 ms; more when it is starved).
+  // At least 24 samples between two drains of the agent thread: it drains every 5 ms, but on a loaded
+  // machine it waits for a CPU like any thread (256 KiB at 8 KiB stacks: 30 samples, 300 ms of CPU).
   size_t page = size_t(sysconf(_SC_PAGESIZE));
-  size_t want = size_t(g_stack + 512) * 8;
+  size_t want = size_t(g_stack + 512) * 24;
   g_data = page;
   while (g_data < want) g_data *= 2;
   // Whether perf_event_open may be called at all, without making an event: an attribute too short to
