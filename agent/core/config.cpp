@@ -100,6 +100,14 @@ Config parse_config(const char* (*get)(const char*)) {
     if (parse_u32(v, 1, 64, &sig)) c.cpu_sample_signal = int(sig);
     else c.problems += std::string("TXRAY_CPU_SAMPLE_SIGNAL='") + v + "' is not a signal number; ";
   }
+  if (const char* v = get("TXRAY_CPU_SAMPLER"); v && *v) {
+    if (!std::strcmp(v, "auto")) c.cpu_sampler = Config::CpuSampler::automatic;
+    else if (!std::strcmp(v, "perf")) c.cpu_sampler = Config::CpuSampler::perf;
+    else if (!std::strcmp(v, "signal")) c.cpu_sampler = Config::CpuSampler::signal;
+    else c.problems += std::string("TXRAY_CPU_SAMPLER='") + v + "' is not auto|perf|signal; ";
+  }
+  if (const char* v = get("TXRAY_CPU_STACK_KB"); v && *v && !parse_u32(v, 1, 60, &c.cpu_stack_kb))
+    c.problems += std::string("TXRAY_CPU_STACK_KB='") + v + "' is not a number in 1..60; ";
   if (const char* v = get("TXRAY_STACKS"); v && *v && !std::strcmp(v, "0")) c.stacks = false;
   if (const char* v = get("TXRAY_STACK_MS"); v && *v && !parse_u32(v, 0, 86'400'000, &c.stack_ms))
     c.problems += std::string("TXRAY_STACK_MS='") + v + "' is not a number of ms (using 100); ";

@@ -28,6 +28,11 @@ struct Config {
   // =tx: armed at each begin and disarmed at each end (+3 us per transaction: docs/performance.md).
   bool cpu_sample_keep_armed = true;
   int cpu_sample_signal = 0;                       // TXRAY_CPU_SAMPLE_SIGNAL: the signal (0 = SIGRTMAX-3)
+  // TXRAY_CPU_SAMPLER (docs/stacks.md "CPU samples: two samplers"): auto = perf_event_open when the probe
+  // at start succeeds, else the signal timer; perf / signal: that one only (perf refused: off).
+  enum class CpuSampler : uint8_t { automatic, perf, signal };
+  CpuSampler cpu_sampler = CpuSampler::automatic;
+  uint32_t cpu_stack_kb = 8;                       // TXRAY_CPU_STACK_KB: user stack copied per perf sample (1..60)
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE

@@ -17,6 +17,8 @@
 #include <new>
 
 #include "config.h"
+#include "perf_sampler.h"
+#include "perf_unwind.h"
 #include "stack_capture.h"
 #include "transaction.h"
 
@@ -58,6 +60,8 @@ uint64_t g_period_ns = 10'000'000;
 uint32_t g_cap = 256;
 bool g_keep_armed = false;
 char g_why_off[96] = "not started";
+char g_perf_refused[112] = "";  // auto: why the perf sampler was not taken (said in the status)
+bool g_auto = false;            // TXRAY_CPU_SAMPLER=auto chose perf (a refused first open falls back)
 
 // Every thread's timer, so that all of them can be stopped at once when the program takes the signal
 // (host_takes_signal). A thread that finds no free slot does not sample.
@@ -204,6 +208,20 @@ bool host_uses(int sig) {
   return old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN;
 }
 
+// The perf sampler when this process may use it (the probe opens and maps one event) and libunwind's
+// remote unwinder loads; `why` otherwise.
+bool try_perf(const Config& c, std::string* why) {
+  if (!perf::probe(c, why)) return false;
+  if (!perfu::load()) {
+    *why = "libunwind-x86_64.so.8 not found";
+    return false;
+  }
+  perf::start(c);
+  return true;
+}
+
+void init_signal(const Config& c);
+
 }  // namespace
 
 void init(const Config& c) {
@@ -211,6 +229,33 @@ void init(const Config& c) {
     std::snprintf(g_why_off, sizeof g_why_off, "off (TXRAY_CPU_SAMPLES=0)");
     return;
   }
+  g_period_ns = uint64_t(c.cpu_sample_ms) * 1'000'000ull;
+  // auto in process mode: the signal sampler (the process's transaction begins in the constructor, and
+  // the agent thread that would drain perf rings starts only at exit there: perf_sampler.h).
+  bool want_perf = c.cpu_sampler == Config::CpuSampler::perf ||
+                   (c.cpu_sampler == Config::CpuSampler::automatic && c.mode != Mode::process);
+  if (want_perf) {
+    std::string why;
+    if (try_perf(c, &why)) {
+      // auto: the first thread's real open may still fail (the ring's mmap: a locked-memory limit);
+      // the signal sampler then takes over (perf_refused_at_first_open), with libunwind loaded now, in
+      // an ordinary context, not inside that thread's hook.
+      g_auto = c.cpu_sampler == Config::CpuSampler::automatic;
+      if (g_auto) stacks::preload();
+      return;
+    }
+    if (c.cpu_sampler == Config::CpuSampler::perf) {
+      std::snprintf(g_why_off, sizeof g_why_off, "off (TXRAY_CPU_SAMPLER=perf: %s)", why.c_str());
+      return;
+    }
+    std::snprintf(g_perf_refused, sizeof g_perf_refused, "%s", why.c_str());
+  }
+  init_signal(c);
+}
+
+namespace {
+
+void init_signal(const Config& c) {
   if (!load_unwinder()) {
     std::snprintf(g_why_off, sizeof g_why_off, "off (libunwind.so.8 not found)");
     return;
@@ -249,7 +294,10 @@ void init(const Config& c) {
   g_signal.store(sig, std::memory_order_release);
 }
 
+}  // namespace
+
 Mechanism mechanism() {
+  if (perf::active()) return Mechanism::perf;
   return g_signal.load(std::memory_order_relaxed) && !g_stopped.load(std::memory_order_relaxed)
              ? Mechanism::signal
              : Mechanism::off;
@@ -257,14 +305,27 @@ Mechanism mechanism() {
 
 std::string status() {
   int sig = g_signal.load(std::memory_order_relaxed);
-  char buf[128];
+  char buf[320];
+  if (perf::active()) {
+    int n = std::snprintf(buf, sizeof buf, "perf, every %llu us of thread CPU, %u KiB stacks",
+                          (unsigned long long)(g_period_ns / 1000), perf::stack_bytes() / 1024);
+    if (uint64_t u = perf::threads_unsampled(); u && n > 0 && size_t(n) < sizeof buf)
+      std::snprintf(buf + n, sizeof buf - size_t(n), "; %llu threads unsampled (%s)", (unsigned long long)u,
+                    perf::last_open_error().c_str());
+    return buf;
+  }
   if (!sig) return g_why_off;
   if (g_stopped.load(std::memory_order_relaxed))
     std::snprintf(buf, sizeof buf, "off (the program took signal %d)", sig);
   else
-    std::snprintf(buf, sizeof buf, "signal %d, every %llu us of thread CPU%s", sig,
-                  (unsigned long long)(g_period_ns / 1000), g_keep_armed ? "" : ", armed per transaction");
+    std::snprintf(buf, sizeof buf, "signal %d, every %llu us of thread CPU%s%s%s", sig,
+                  (unsigned long long)(g_period_ns / 1000), g_keep_armed ? "" : ", armed per transaction",
+                  g_perf_refused[0] ? "; perf refused: " : "", g_perf_refused);
   return buf;
+}
+
+void before_start(Transaction* t) {
+  if (perf::active()) perf::before_start(t);
 }
 
 void on_begin(Transaction* t) {
@@ -293,6 +354,7 @@ void on_begin(Transaction* t) {
 }
 
 void on_end(Transaction* t) {
+  if (t->cpu_ring) perf::on_end(t);
   auto* b = static_cast<ThreadBuf*>(t->cpu_buf);
   if (!b) return;
   t->cpu_buf = nullptr;
@@ -337,13 +399,25 @@ void host_takes_signal() {
     if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v - 1), 0, &zero, nullptr);
 }
 
+void perf_refused_at_first_open(const char* why) {
+  static std::atomic<bool> once{false};
+  if (!g_auto || once.exchange(true)) return;
+  std::snprintf(g_perf_refused, sizeof g_perf_refused, "%s", why);
+  perf::stop();
+  init_signal(config());
+}
+
 void after_fork_child() {
+  perf::after_fork_child();
   // Timers are not inherited; the buffer's memory is (this thread's copy), and is left alone.
   t_buf = nullptr;
   if (g_key_ok) pthread_setspecific(g_key, nullptr);
   for (auto& slot : g_timers) slot.store(0, std::memory_order_relaxed);
 }
 
+void note_dropped(uint64_t n) {
+  if (n) g_dropped.fetch_add(n, std::memory_order_relaxed);
+}
 uint64_t dropped_total() { return g_dropped.load(std::memory_order_relaxed); }
 uint64_t taken_total() { return g_taken.load(std::memory_order_relaxed); }
 

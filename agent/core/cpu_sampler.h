@@ -60,16 +60,20 @@ constexpr size_t kTopPerRow = 8;
 constexpr size_t kMaxStacks = 200;
 
 // The mechanism in use, for the agent's status (AgentInfo.cpu_sampler).
-enum class Mechanism : uint8_t { off, signal };
+enum class Mechanism : uint8_t { off, signal, perf };
 
-// Chooses and installs the signal handler (agent constructor). Safe to call once.
+// Chooses the sampler (TXRAY_CPU_SAMPLER: auto tries perf_event_open first, core/perf_sampler.h) and,
+// for the signal sampler, installs its handler (agent constructor). Safe to call once.
 void init(const Config& c);
-// "signal 61, 10 ms" / "off (TXRAY_CPU_SAMPLES=0)" / "off (host uses signal 61)" …
+// "perf, every 10000 us of thread CPU, …" / "signal 61, every …" / "off (TXRAY_CPU_SAMPLES=0)" …
+// (the first word names the sampler that runs: perf, signal or off)
 std::string status();
 Mechanism mechanism();
 
 // Transaction hooks (transaction.cpp): begin arms the calling thread's timer, end disarms it and moves
 // the thread's samples into t->cpu_samples (or drops and counts them).
+// before_start runs before the transaction's start time is read (the perf sampler's reference).
+void before_start(Transaction* t);
 void on_begin(Transaction* t);
 void on_end(Transaction* t);
 
@@ -81,11 +85,16 @@ void host_takes_signal();
 // Agent thread, about once a second: stops sampling when the program took the signal for itself.
 void check_host_signal();
 
+// auto chose perf and the first thread's event could not be had (its ring's mmap refused): the signal
+// sampler takes over from now on, and the status says why (core/perf_sampler.cpp calls it, once).
+void perf_refused_at_first_open(const char* why);
+
 // Forked child: the parent's timers are gone; forget this thread's buffer (a new one is made).
 void after_fork_child();
 
 // Cumulative count of samples dropped (over the per-transaction cap, event-loop threads, no memory).
 uint64_t dropped_total();
+void note_dropped(uint64_t n);
 
 // Test hook: samples taken by the handler so far in this process.
 uint64_t taken_total();

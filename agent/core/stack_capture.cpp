@@ -141,6 +141,8 @@ __attribute__((noinline)) int capture(uintptr_t* ips, int max, bool may_load) {
 }
 
 bool in_unwind() { return t_in_unwind; }
+UnwindScope::UnwindScope() : prev_(t_in_unwind) { t_in_unwind = true; }
+UnwindScope::~UnwindScope() { t_in_unwind = prev_; }
 
 uint64_t taken() { return g_taken.load(std::memory_order_relaxed); }
 uint64_t missed() { return g_missed.load(std::memory_order_relaxed); }

@@ -73,6 +73,18 @@ bool preload();
 // True while the calling thread is inside libunwind (the pipe2 hook moves libunwind's pipe out of the
 // program's way then: hooks/pipe_hooks.cpp).
 bool in_unwind();
+// Marks the calling thread as inside libunwind for a scope (the perf sampler's unwinder, which loads a
+// second copy of libunwind: transport/perf_unwind.cpp).
+class UnwindScope {
+ public:
+  UnwindScope();
+  ~UnwindScope();
+  UnwindScope(const UnwindScope&) = delete;
+  UnwindScope& operator=(const UnwindScope&) = delete;
+
+ private:
+  bool prev_;
+};
 
 // Takes the calling thread's stack: up to `max` (<= kMaxFrames) return addresses into ips, innermost
 // first, the agent's and libunwind's leading frames dropped. Returns how many (0: libunwind missing

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "cpu_sampler.h"
+#include "perf_sampler.h"
 
 #include "clock.h"
 #include "config.h"
@@ -151,6 +152,7 @@ void recycle(Transaction* t) {
   attrs.clear();
   name.clear();
   client.clear();
+  cpu::perf::release(t);  // a transaction dropped before the agent thread gave it its samples
   // Every member back to its default, whatever members the struct grows: destroyed and made again.
   t->~Transaction();
   new (t) Transaction;
@@ -177,6 +179,7 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   t->max_rows = config().max_steps < 3 ? 3 : config().max_steps;
   t->start_unix_ns = clock::unix_ns();
   t->steps.reserve(4);  // START, END and a couple of steps without reallocating
+  if (kind != "unattributed") cpu::before_start(t);
   rows::start(t);
   if (kind != "unattributed") cpu::on_begin(t);
   return t;

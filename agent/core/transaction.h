@@ -132,6 +132,13 @@ struct Transaction {
   std::vector<cpu::RawSample> cpu_samples;
   uint32_t cpu_samples_dropped = 0;
   cpu::Profile cpu_profile;
+  // The perf sampler (core/perf_sampler.h): the begun thread's ring, held until the agent thread has
+  // given the transaction its samples (transport/perf_drain.h); the end of its time window; whether
+  // another transaction began on the thread while it was open (its samples cannot be told apart).
+  void* cpu_ring = nullptr;
+  uint32_t cpu_ring_gen = 0;  // the ring slot's generation when taken (a forked child's reused slots)
+  uint64_t cpu_end_mono_ns = 0;
+  bool cpu_contended = false;
 };
 
 namespace tx {

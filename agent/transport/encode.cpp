@@ -5,6 +5,8 @@
 
 #include "../core/clock.h"
 #include "../core/cpu_sampler.h"
+#include "../core/stack_capture.h"
+#include "perf_drain.h"
 #include "pb_writer.h"
 #include "self_cost.h"
 
@@ -205,6 +207,8 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
   w.u64(5, c.internal_errors.load(std::memory_order_relaxed));
   w.u64(8, c.sampled_out.load(std::memory_order_relaxed));
   w.u64(6, cpu::dropped_total());  // DropCounters.cpu_samples_dropped
+  w.u64(9, cpu::perfdrain::lost_total());  // DropCounters.cpu_samples_lost
+  w.u64(10, stacks::missed());             // DropCounters.stacks_missed
   w.end(d);
   w.u64(3, seq);
   w.u64(4, clock::unix_ns());

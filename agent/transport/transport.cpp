@@ -15,6 +15,7 @@
 
 #include "../core/clock.h"
 #include "../core/cpu_sampler.h"
+#include "../core/perf_sampler.h"
 #include "../core/transaction.h"
 #include "../core/config.h"
 #include "../core/counters.h"
@@ -22,6 +23,7 @@
 #include "../core/unattributed.h"
 #include "../hooks/hook.h"
 #include "cpu_profile.h"
+#include "perf_drain.h"
 #include "stack_encode.h"
 #include "drop_windows.h"
 #include "encode.h"
@@ -131,9 +133,14 @@ class Sender {
         cpu::check_host_signal();
         last_rotate = t;
       }
+      cpu::perfdrain::poll();  // the perf sampler's rings: drained every turn (perf_drain.h)
       while (batch.size() < kMaxBatch)
-        if (Transaction* t = st_->queue.pop()) batch.push_back(t);
-        else break;
+        if (Transaction* t = st_->queue.pop()) {
+          cpu::perfdrain::settle(*t);  // its samples, before anything looks at it
+          batch.push_back(t);
+        } else {
+          break;
+        }
       sampler_.filter(batch);  // head sampling: the fast successful ones left out are only counted
       uint64_t now = clock::mono_ns();
       uint64_t sig = drops_signature(counters());
@@ -365,6 +372,12 @@ State* state() {
 void init(const Identity& id) {
   g_state.store(new State(config().queue_capacity, id), std::memory_order_release);
   tx::set_sink(sink);
+  cpu::perf::set_starter(start_for_samples);
+}
+
+void start_for_samples() {
+  State* st = state();
+  if (st && st->thread_state.load(std::memory_order_relaxed) == 0 && thread_wanted()) start_thread(st);
 }
 
 void enqueue(Transaction* t) {
@@ -410,6 +423,7 @@ bool flush(uint32_t timeout_ms, bool here_too) {
 
 void after_fork_child() {
   counters().reset();
+  cpu::perfdrain::after_fork_child();  // the parent's sample lists (its rings are not mapped here)
   // The child's copies of the parent's agent descriptors (in the shared table: its collector
   // connection): closed, so that the child's table holds nothing of the agent's and nothing the child
   // sends can interleave with the parent's stream. Its own connection opens on first use.

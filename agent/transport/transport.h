@@ -19,6 +19,10 @@ void init(const Identity& id);
 // full. Takes ownership.
 void enqueue(Transaction* t);
 
+// Starts the agent thread now if it is not running and may be (not at exit, not just after a fork):
+// the perf sampler's rings must be drained while transactions run (core/perf_sampler.h).
+void start_for_samples();
+
 // Process exit is starting: transactions ended from now on do not start the agent thread (flush()
 // sends them on the exiting thread).
 void begin_exit();

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The CPU sampler's cost (issue 11), in one run, alternating variants:
-#   off   TXRAY_CPU_SAMPLES=0
-#   on    the default: a sample every 10 ms of thread CPU, the thread's timer kept armed between
-#         transactions (TXRAY_CPU_SAMPLE_ARM=keep)
-#   tx    the timer armed at each transaction's begin and disarmed at its end (TXRAY_CPU_SAMPLE_ARM=tx)
-#   1ms   as on, a sample every 1 ms (ten times the default: shows what one sample costs)
+# The CPU samplers' cost (issue 11), both samplers side by side in one run, alternating variants:
+#   off      TXRAY_CPU_SAMPLES=0
+#   signal   the signal sampler (TXRAY_CPU_SAMPLER=signal): a sample every 10 ms of thread CPU, the
+#            thread's timer kept armed between transactions (TXRAY_CPU_SAMPLE_ARM=keep)
+#   tx       the signal sampler, its timer armed at each begin and disarmed at each end (ARM=tx)
+#   perf     the perf_event_open sampler (TXRAY_CPU_SAMPLER=perf): a sample every 10 ms of thread CPU,
+#            8 KiB of user stack copied by the kernel, unwound on the agent thread
+#   1ms      signal, a sample every 1 ms (ten times the default: shows what one sample costs)
+#   perf1ms  perf, a sample every 1 ms
 # 1. CPU clocks (not wall time: this shared 2-core VM is too noisy for a 2% question):
 #    txray-bench-cpu-begin-end, N transactions on one thread with the C API, each 0 or 2000k loop
 #    iterations (~2.5 ms) of work; the thread's and the process's CPU per transaction (agent thread
@@ -23,7 +26,7 @@ ROUNDS=${ROUNDS:-5}
 SECS=${SECONDS_PER_RUN:-3}
 CONNS=${CONNS:-2}
 BURN_LIST=${BURN_US:-10000}
-VARIANTS=(off on tx)
+VARIANTS=(off signal perf tx)
 COLLECTOR_PID=
 WORK=$(mktemp -d)
 SERVER_PID=
@@ -34,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_server() {  # $1 = off|on|tx; sets SERVER_PID and PORT
+start_server() {  # $1 = a variant; sets SERVER_PID and PORT
   : >"$WORK/server.out"
   local env; read -ra env <<<"$(variant_env "$1")"
   env "${env[@]}" LD_PRELOAD="$AGENT" TXRAY_COLLECTOR="ipc://$WORK/sink.sock" TXRAY_APP=bench-cpu \
@@ -50,9 +53,11 @@ start_server() {  # $1 = off|on|tx; sets SERVER_PID and PORT
 variant_env() {
   case "$1" in
     off) echo TXRAY_CPU_SAMPLES=0 ;;
-    on) echo TXRAY_CPU_SAMPLES=1 ;;
-    tx) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLE_ARM=tx ;;
-    1ms) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLE_MS=1 ;;
+    signal) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLER=signal ;;
+    tx) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLER=signal TXRAY_CPU_SAMPLE_ARM=tx ;;
+    perf) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLER=perf ;;
+    1ms) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLER=signal TXRAY_CPU_SAMPLE_MS=1 ;;
+    perf1ms) echo TXRAY_CPU_SAMPLES=1 TXRAY_CPU_SAMPLER=perf TXRAY_CPU_SAMPLE_MS=1 ;;
   esac
 }
 
@@ -77,7 +82,7 @@ for WORK_K in 0 2000; do
   n=$([ "$WORK_K" = 0 ] && echo 20000 || echo 300)
   declare -A th=() pr=()
   for r in $(seq "$ROUNDS"); do
-    for v in off on tx 1ms; do
+    for v in off signal tx perf 1ms perf1ms; do
       read -ra env <<<"$(variant_env "$v")"
       out=$(env "${env[@]}" LD_PRELOAD="$AGENT" TXRAY_COLLECTOR="ipc://$WORK/collect.sock" TXRAY_APP=bench-cpu \
         "$BUILD/bin/txray-bench-cpu-begin-end" "$n" "$WORK_K")
@@ -87,12 +92,15 @@ for WORK_K in 0 2000; do
   echo "cpu_samples: $n transactions of ${WORK_K}k loop iterations each (C API, one thread), $ROUNDS rounds alternating"
   # shellcheck disable=SC2086
   toff=$(median ${th[off]}); poff=$(median ${pr[off]})
-  for v in off on tx 1ms; do
+  for v in off signal tx perf 1ms perf1ms; do
     # shellcheck disable=SC2086
     t=$(median ${th[$v]}); p=$(median ${pr[$v]})
-    printf '  %-4s thread CPU us/tx median %s (%+.2f, %+.2f%%)  process CPU us/tx median %s (%+.2f, %+.2f%%)   [thread: %s]\n' "$v" \
+    case "$v" in 1ms | perf1ms) period=1000 ;; *) period=10000 ;; esac
+    # Added process CPU per sample: the samples a transaction gets are its thread CPU / the period.
+    per=$(awk -v a="$p" -v b="$poff" -v t="$toff" -v per="$period" 'BEGIN {s = t / per; if (s < 0.05 || b == a) print "-"; else printf "%.1f", (a - b) / s}')
+    printf '  %-7s thread CPU us/tx median %s (%+.2f, %+.2f%%)  process CPU us/tx median %s (%+.2f, %+.2f%%)  us/sample %s   [thread: %s]\n' "$v" \
       "$t" "$(awk -v a="$t" -v b="$toff" 'BEGIN {print a - b}')" "$(awk -v a="$t" -v b="$toff" 'BEGIN {print 100 * (a - b) / b}')" \
-      "$p" "$(awk -v a="$p" -v b="$poff" 'BEGIN {print a - b}')" "$(awk -v a="$p" -v b="$poff" 'BEGIN {print 100 * (a - b) / b}')" "${th[$v]# }"
+      "$p" "$(awk -v a="$p" -v b="$poff" 'BEGIN {print a - b}')" "$(awk -v a="$p" -v b="$poff" 'BEGIN {print 100 * (a - b) / b}')" "$per" "${th[$v]# }"
   done
   unset th pr
 done
@@ -110,20 +118,20 @@ for BURN in $BURN_LIST; do
       rps[$v]="${rps[$v]:-} $x"; cpu[$v]="${cpu[$v]:-} $c"
     done
   done
-  echo "cpu_samples: txray-burner under the agent ($BURN us of CPU per request), $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating off/on/tx"
+  echo "cpu_samples: txray-burner under the agent ($BURN us of CPU per request), $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating ${VARIANTS[*]}"
   for v in "${VARIANTS[@]}"; do
     # shellcheck disable=SC2086
-    printf '  %-4s req/s: %s   server CPU us/request: %s\n' "$v" "${rps[$v]# }" "${cpu[$v]# }"
+    printf '  %-7s req/s: %s   server CPU us/request: %s\n' "$v" "${rps[$v]# }" "${cpu[$v]# }"
   done
   # shellcheck disable=SC2086
-  moff=$(median ${rps[off]}); mon=$(median ${rps[on]}); mtx=$(median ${rps[tx]})
-  # shellcheck disable=SC2086
-  coff=$(median ${cpu[off]}); con=$(median ${cpu[on]}); ctx=$(median ${cpu[tx]})
-  printf '  median req/s: off %s, on %s (%s%% of off; target >= 98%%), tx %s (%s%% of off)\n' "$moff" "$mon" \
-    "$(awk -v a="$mon" -v b="$moff" 'BEGIN {printf "%.1f", 100 * a / b}')" "$mtx" \
-    "$(awk -v a="$mtx" -v b="$moff" 'BEGIN {printf "%.1f", 100 * a / b}')"
-  printf '  median server CPU us/request: off %s, on %s (%+.1f), tx %s (%+.1f)\n' "$coff" "$con" \
-    "$(awk -v a="$con" -v b="$coff" 'BEGIN {print a - b}')" "$ctx" \
-    "$(awk -v a="$ctx" -v b="$coff" 'BEGIN {print a - b}')"
+  moff=$(median ${rps[off]}); coff=$(median ${cpu[off]})
+  for v in "${VARIANTS[@]}"; do
+    [ "$v" = off ] && continue
+    # shellcheck disable=SC2086
+    m=$(median ${rps[$v]}); c=$(median ${cpu[$v]})
+    printf '  median %-7s req/s %s (%s%% of off; target >= 98%%), server CPU us/request %s (%+.1f vs off %s)\n' "$v" "$m" \
+      "$(awk -v a="$m" -v b="$moff" 'BEGIN {printf "%.1f", 100 * a / b}')" "$c" \
+      "$(awk -v a="$c" -v b="$coff" 'BEGIN {print a - b}')" "$coff"
+  done
   unset rps cpu
 done

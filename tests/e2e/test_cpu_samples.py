@@ -9,7 +9,15 @@ and attributes every sample to the row whose GAP it falls in.
 - programs with signals of their own (tests/reliability/subjects/cpu_signals.c), sampled every 1 ms of
   CPU so the timer fires often: one that profiles itself with SIGPROF and treats EINTR as fatal keeps
   its SIGPROF, never sees EINTR, prints what it prints bare; one that takes the sampler's signal for
-  itself mid-run gets none of the sampler's signals, only its own."""
+  itself mid-run gets none of the sampler's signals, only its own.
+
+Both samplers (TXRAY_CPU_SAMPLER, docs/stacks.md): every expectation above runs under the signal sampler
+(CpuSamplesTest) and the ones that are not about signals under the perf_event_open sampler as well
+(CpuSamplesPerfTest); python3 running a CPU-heavy zlib loop (transactions of the C API through ctypes)
+names zlib's deflate under both; the fallback: where perf_event_open is refused (a seccomp filter, as a
+container runtime's: tests/reliability/subjects/no_perf.c), auto runs the signal sampler and says why
+(also when only the first thread's event is refused, after the start-up probe passed),
+TXRAY_CPU_SAMPLER=perf runs none and says so, and auto elsewhere on this VM runs perf."""
 import gzip
 import json
 import os
@@ -49,7 +57,43 @@ def is_deflate(h):
     return h["module"].startswith("libz.so") and any(k in h["function"] for k in ZLIB_DEFLATE)
 
 
+PY_ZLIB = """
+import ctypes, random, sys, zlib
+agent = ctypes.CDLL(None)
+begin = getattr(agent, "txray_agent_begin", None)
+end = getattr(agent, "txray_agent_end", None)
+data = bytes(range(256)) * 64 + random.Random(1).randbytes(1 << 14)
+data = data * 24
+for r in range(int(sys.argv[1])):
+    if begin:
+        begin(b"zlib loop")
+    n = sum(len(zlib.compress(data, 9)) for _ in range(10))
+    if end:
+        end(0, None)
+    print(r, n)
+"""
+
+
+def sampler_of(tx):
+    """The sampler an agent says it runs: the first word of its status (perf, signal, off)."""
+    return tx["cpu_sampler"].replace(",", " ").split()[0]
+
+
 class CpuSamplesTest(TxrayTestCase):
+    SAMPLER = "signal"
+
+    def setUp(self):
+        super().setUp()
+        self._saved_sampler = os.environ.get("TXRAY_CPU_SAMPLER")
+        os.environ["TXRAY_CPU_SAMPLER"] = self.SAMPLER  # agent_env() copies the environment
+
+    def tearDown(self):
+        if self._saved_sampler is None:
+            os.environ.pop("TXRAY_CPU_SAMPLER", None)
+        else:
+            os.environ["TXRAY_CPU_SAMPLER"] = self._saved_sampler
+        super().tearDown()
+
     def test_relay_without_marks_names_deflate(self):
         with Collector(self.tmp) as c:
             backend = Server([os.path.join(BIN, "txray-relay-backend")], env=bare_env())
@@ -69,7 +113,7 @@ class CpuSamplesTest(TxrayTestCase):
             wait_transactions(c.db, 3)
         txs = named(c.db, "relay-nomarks", "GET /page", 3)
         self.assertEqual(len(txs), 3)
-        self.assertTrue(all(t["cpu_sampler"].startswith("signal ") for t in txs), txs[0].get("cpu_sampler"))
+        self.assertTrue(all(sampler_of(t) == self.SAMPLER for t in txs), txs[0].get("cpu_sampler"))
         shares = []
         for tx in txs:
             check_sums(self, tx)
@@ -95,7 +139,7 @@ class CpuSamplesTest(TxrayTestCase):
         text_out = show_text(c.db, "--app", "relay-nomarks", "--last", "1")
         self.assertIn("hot: deflate", text_out)
         self.assertIn("(libz.so.1)", text_out)
-        print(f"\nrelay --no-marks: big CPU row's deflate share {', '.join(f'{s:.0%}' for s in shares)}; "
+        print(f"\n{self.SAMPLER}: relay --no-marks: big CPU row's deflate share {', '.join(f'{s:.0%}' for s in shares)}; "
               + next(line.strip() for line in text_out.splitlines() if "hot:" in line))
 
     def test_burner_rows_name_the_burn_function(self):
@@ -130,6 +174,56 @@ class CpuSamplesTest(TxrayTestCase):
             under = sum(st["samples"] for st in tx["cpu_stacks"] if "burn_cpu_us" in st["folded"])
             self.assertGreaterEqual(under / tx["cpu_samples"], 0.8, tx["cpu_stacks"][:4])
             self.assertTrue(all(h["module"] == "txray-burner" for h in row["hot"] if "burn_cpu_us" in h["function"]))
+
+    def test_python_zlib_loop(self):
+        """A real third-party program: python3's zlib in a loop, three transactions begun and ended through
+        the C API (ctypes). Output as bare; the transactions' CPU names zlib's deflate."""
+        argv = ["/usr/bin/python3", "-c", PY_ZLIB, "3"]
+        bare = subprocess.run(argv, env=bare_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        with Collector(self.tmp) as c:
+            traced = subprocess.run(argv, env=agent_env(c.endpoint, app="py-zlib"), capture_output=True, text=True,
+                                    timeout=120)
+            self.assertEqual((traced.returncode, traced.stdout), (0, bare.stdout), traced.stderr)
+            wait_transactions(c.db, 3)
+        txs = named(c.db, "py-zlib", "zlib loop", 3)
+        self.assertEqual(len(txs), 3)
+        shares = []
+        for tx in txs:
+            check_sums(self, tx)
+            self.assertEqual(sampler_of(tx), self.SAMPLER, tx["cpu_sampler"])
+            n = tx.get("cpu_samples", 0)
+            self.assertGreaterEqual(n, max(3, 0.4 * tx["cpu_ns"] / 10e6), tx)
+            self.assertEqual(sum(s.get("cpu_samples", 0) for s in tx["steps"]), n)
+            # Stacks that run through zlib's deflate (its own frames, or libc's memcpy it called), called
+            # from the interpreter: the loop is nearly all compression.
+            under = sum(st["samples"] for st in tx["cpu_stacks"]
+                        if ";deflate" in st["folded"] and "_PyEval_EvalFrameDefault" in st["folded"])
+            shares.append(under / n)
+            self.assertGreaterEqual(under / n, 0.5, tx["cpu_stacks"][:4])
+        print(f"\n{self.SAMPLER}: python3 zlib loop: deflate share {', '.join(f'{s:.0%}' for s in shares)}")
+
+    def test_waits_of_a_program_without_handlers_never_return_eintr(self):
+        """poll() and select() are never restarted after a signal handler (SA_RESTART does not apply).
+        A program with no handler of its own waits in them over 400 empty pipes with a 1 ms timeout, so
+        its CPU time is spent in the kernel setting the waits up, and is sampled every 1 ms there: no wait
+        returns EINTR, and samples were taken (kernels with POSIX_CPU_TIMERS_TASK_WORK, 5.11+ on x86-64,
+        send a CPU timer's signal on the way back to user space, after the call has returned;
+        docs/stacks.md)."""
+        argv = [subject("poll_eintr"), "25", "400"]
+        bare = subprocess.run(argv, env=bare_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        self.assertIn(" eintr 0", bare.stdout)
+        with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/waits.sock", db=f"{self.tmp}/waits.db") as c:
+            traced = subprocess.run(argv, env=agent_env(c.endpoint, app="waits", extra={"TXRAY_CPU_SAMPLE_MS": "1"}),
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual((traced.returncode, traced.stdout), (0, bare.stdout), traced.stderr)
+            wait_transactions(c.db, 25)
+            txs = show_json(c.db, "--app", "waits", "--last", "25")
+        self.assertEqual(len(txs), 25)
+        samples = sum(t.get("cpu_samples", 0) for t in txs)
+        self.assertGreater(samples, 5, [t["cpu_ns"] for t in txs])
+        print(f"\n{self.SAMPLER}: {traced.stdout.strip()} with {samples} samples taken during the waits")
 
     def test_off(self):
         with Collector(self.tmp) as c:
@@ -180,6 +274,65 @@ class CpuSamplesTest(TxrayTestCase):
         first = [t for t in txs if t["name"] in {f"call {i}" for i in range(n // 2 - 1)}]
         self.assertTrue(any(t.get("cpu_samples", 0) > 0 for t in first), "sampled before the program took it")
         self.assertTrue(txs[-1]["cpu_sampler"].startswith("off (the program took signal"), txs[-1]["cpu_sampler"])
+
+
+class CpuSamplesPerfTest(CpuSamplesTest):
+    """The same expectations under the perf_event_open sampler (no signal at all reaches the program)."""
+    SAMPLER = "perf"
+
+    def test_off(self):
+        self.skipTest("the same under both samplers: run once, with the signal sampler")
+
+    def test_program_that_takes_the_samplers_signal(self):
+        self.skipTest("about the signal sampler's signal")
+
+
+class SamplerChoiceTest(TxrayTestCase):
+    """Which sampler runs, and that the agent says it: auto takes perf where perf_event_open works (this
+    VM) and falls back to the signal sampler where it is refused."""
+
+    def run_zlib(self, app, sampler, wrap=()):
+        argv = [*wrap, "/usr/bin/python3", "-c", PY_ZLIB, "2"]
+        with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/{app}.sock", db=f"{self.tmp}/{app}.db") as c:
+            env = agent_env(c.endpoint, app=app)
+            env.pop("TXRAY_CPU_SAMPLER", None)
+            if sampler:
+                env["TXRAY_CPU_SAMPLER"] = sampler
+            run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(len(run.stdout.splitlines()), 2, run.stdout)
+            wait_transactions(c.db, 2)
+            txs = named(c.db, app, "zlib loop", 2)
+        self.assertEqual(len(txs), 2)
+        for tx in txs:
+            check_sums(self, tx)
+        return txs
+
+    def test_auto_takes_perf_here(self):
+        for tx in self.run_zlib("auto", None):
+            self.assertTrue(tx["cpu_sampler"].startswith("perf, every 10000 us of thread CPU"), tx["cpu_sampler"])
+            self.assertGreater(tx.get("cpu_samples", 0), 0)
+
+    def test_refused_perf_falls_back_to_signal(self):
+        wrap = (subject("no_perf"),)
+        fallback = self.run_zlib("fallback", None, wrap)
+        for tx in fallback:
+            self.assertTrue(tx["cpu_sampler"].startswith("signal "), tx["cpu_sampler"])
+            self.assertIn("perf refused: perf_event_open: Permission denied", tx["cpu_sampler"])
+            self.assertGreater(tx.get("cpu_samples", 0), 0)
+        for tx in self.run_zlib("perf-only", "perf", wrap):
+            self.assertEqual(tx["cpu_sampler"], "off (TXRAY_CPU_SAMPLER=perf: perf_event_open: Permission denied)")
+            self.assertNotIn("cpu_samples", tx)
+        print(f"\nperf_event_open refused: {fallback[0]['cpu_sampler']}")
+
+    def test_refused_first_event_falls_back_to_signal(self):
+        """The start-up probe passes but the first thread's event is refused (as a ring refused by a
+        locked-memory limit would be): auto switches to the signal sampler there, the first transaction
+        already sampled by it."""
+        for tx in self.run_zlib("first-open", None, (subject("no_perf"), "--events-only")):
+            self.assertTrue(tx["cpu_sampler"].startswith("signal "), tx["cpu_sampler"])
+            self.assertIn("perf refused: perf_event_open: Permission denied", tx["cpu_sampler"])
+            self.assertGreater(tx.get("cpu_samples", 0), 0, tx)
 
 
 if __name__ == "__main__":

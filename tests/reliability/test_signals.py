@@ -50,15 +50,22 @@ class Signals(TxrayTestCase):
 
     def test_all_signals_blocked(self):
         n = 50
-        # The CPU sampler installs one handler, for a real-time signal the program does not use (docs/agent.md,
-        # "CPU samples"): the only disposition the agent adds. Compared exactly with it off; with it on, the
-        # caught-signal mask may differ by that one signal, nothing else.
+        # The signal CPU sampler installs one handler, for a real-time signal the program does not use
+        # (docs/agent.md, "CPU samples"): the only disposition the agent adds. Compared exactly with sampling
+        # off; with the signal sampler, the caught-signal mask may differ by that one signal, nothing else;
+        # with the perf sampler (auto, where perf_event_open works: docs/stacks.md) by nothing at all.
         bare, traced, txs = self.both("blocked", n, "blocked", extra={"TXRAY_CPU_SAMPLES": "0"})
         argv = [subject("signals"), "blocked", str(n)]
-        with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/blocked-cpu.sock", db=f"{self.tmp}/blocked-cpu.db") as c:
-            on = subprocess.run(argv, env=agent_env(c.endpoint, app="blocked-cpu"), capture_output=True, text=True,
-                                timeout=120)
+        runs = {}
+        for sampler in ("signal", "perf"):
+            with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/blocked-{sampler}.sock",
+                           db=f"{self.tmp}/blocked-{sampler}.db") as c:
+                runs[sampler] = subprocess.run(
+                    argv, env=agent_env(c.endpoint, app="blocked-cpu", extra={"TXRAY_CPU_SAMPLER": sampler}),
+                    capture_output=True, text=True, timeout=120)
+        on = runs["signal"]
         cgt = lambda out: int(out.split("caught signals: ")[1].split()[0], 16)  # noqa: E731
+        self.assertEqual(cgt(runs["perf"].stdout), cgt(bare.stdout), runs["perf"].stdout)
         extra = cgt(on.stdout) & ~cgt(bare.stdout)
         self.assertEqual(cgt(bare.stdout) & ~cgt(on.stdout), 0, on.stdout)
         self.assertIn(extra.bit_length(), range(54, 62), f"sampler's signal: {extra:x}")  # SIGRTMAX-10 .. -3

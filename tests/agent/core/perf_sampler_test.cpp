@@ -1,0 +1,133 @@
+// The perf_event_open CPU sampler without preload (core/perf_sampler.h, core/perf_unwind.h,
+// transport/perf_drain.h): a transaction on a thread of its own burns CPU in a known function; the agent
+// thread's side, run here by hand, gives the transaction the samples of its window, unwound through the
+// burn function; the thread's ring leaves no descriptor in the table and is let go once the thread is
+// gone. Skipped where perf_event_open is refused (a container's seccomp profile).
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include <unistd.h>
+
+#include "config.h"
+#include "cpu_sampler.h"
+#include "perf_sampler.h"
+#include "transaction.h"
+#include "transport/perf_drain.h"
+
+using namespace txray;
+
+namespace {
+
+std::atomic<Transaction*> g_done{nullptr};
+void keep(Transaction* t) { g_done.store(t); }
+
+__attribute__((noinline)) uint64_t spin(uint64_t x, int n) {
+  for (int i = 0; i < n; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
+// Burns `ms` of thread CPU in spin(), called from here: the samples' stacks run through this function.
+__attribute__((noinline)) uint64_t perf_test_burn(int ms) {
+  timespec a, b;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  uint64_t x = 1;
+  for (;;) {
+    x = spin(x, 200000);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    if ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 >= ms) return x;
+  }
+}
+
+int open_fds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (d && readdir(d)) ++n;
+  if (d) closedir(d);
+  return n;
+}
+
+bool started() {
+  static bool ok = [] {
+    Config c;
+    c.cpu_sampler = Config::CpuSampler::perf;
+    c.cpu_sample_ms = 1;
+    set_config(c);
+    cpu::init(c);
+    return cpu::mechanism() == cpu::Mechanism::perf;
+  }();
+  return ok;
+}
+
+}  // namespace
+
+TEST(PerfSampler, SamplesOfTheWindowUnwoundThroughTheBurnFunction) {
+  if (!started()) GTEST_SKIP() << "perf sampler refused here: " << cpu::status();
+  EXPECT_EQ(cpu::status().rfind("perf, every 1000 us of thread CPU", 0), 0u) << cpu::status();
+  tx::set_sink(keep);
+  int fds_before = open_fds(), fds_inside = -1;
+  std::atomic<bool> stop{false};
+  std::thread agent([&] {  // the agent thread's periodic drain
+    while (!stop.load()) {
+      cpu::perfdrain::poll();
+      usleep(5000);
+    }
+  });
+  std::thread th([&] {
+    Transaction* t = tx::begin("burn", "http");
+    fds_inside = open_fds();  // the ring is open now: its descriptor already closed
+    perf_test_burn(60);
+    tx::end(t, 0, "");
+  });
+  th.join();
+  stop.store(true);
+  agent.join();
+  Transaction* t = g_done.exchange(nullptr);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(fds_inside, fds_before);
+  ASSERT_NE(t->cpu_ring, nullptr);
+  cpu::perfdrain::settle(*t);
+  EXPECT_EQ(t->cpu_ring, nullptr);
+  // ~60 samples at 1 ms of CPU each (wide margins: a loaded VM; ring losses are counted apart).
+  EXPECT_GE(t->cpu_samples.size(), 20u) << "lost " << cpu::perfdrain::lost_total();
+  auto burn = reinterpret_cast<uintptr_t>(&perf_test_burn);
+  size_t through = 0;
+  for (const auto& s : t->cpu_samples) {
+    EXPECT_GE(s.mono_ns, t->start_mono_ns);
+    EXPECT_LE(s.mono_ns, t->cpu_end_mono_ns);
+    ASSERT_GE(s.frames, 1u);
+    for (uint32_t i = 1; i < s.frames; ++i)
+      if (s.ip[i] > burn && s.ip[i] < burn + 512) {  // a return address into perf_test_burn's body
+        ++through;
+        break;
+      }
+  }
+  EXPECT_GE(through * 10, t->cpu_samples.size() * 8) << through << " of " << t->cpu_samples.size();
+  // The thread is gone and its transaction settled: the ring is unmapped and its slot free again.
+  cpu::perfdrain::poll();
+  EXPECT_EQ(cpu::perf::ring(0)->state.load(), cpu::perf::Ring::kFree);
+  EXPECT_EQ(cpu::perf::ring(0)->refs.load(), 0);
+  tx::recycle(t);
+  tx::set_sink(nullptr);
+}
+
+TEST(PerfSampler, SamplesOutsideTransactionsAreDiscarded) {
+  if (!started()) GTEST_SKIP() << "perf sampler refused here: " << cpu::status();
+  tx::set_sink(keep);
+  std::thread th([&] {
+    Transaction* t = tx::begin("short", "http");
+    tx::end(t, 0, "");
+    perf_test_burn(30);  // after the transaction: nobody's samples
+    cpu::perfdrain::poll();
+  });
+  th.join();
+  Transaction* t = g_done.exchange(nullptr);
+  ASSERT_NE(t, nullptr);
+  cpu::perfdrain::settle(*t);
+  EXPECT_LE(t->cpu_samples.size(), 1u);
+  tx::recycle(t);
+  tx::set_sink(nullptr);
+}
