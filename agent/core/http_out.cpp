@@ -200,6 +200,35 @@ void classify(HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) 
   c->h2_active = true;
 }
 
+// A 101 answered the program's `Upgrade: h2c` request (RFC 7540 §3.2): HTTP/2 from the next byte on
+// (the server's frames; the program's preface next), the request's call going on as stream 1.
+void start_upgraded(HttpClientConn* c, HttpCall& u) {
+  if (!c->h2) c->h2 = new (std::nothrow) H2State;
+  if (!c->h2) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    u.status = 101;
+    c->sink.on_response(u, {});
+    return;
+  }
+  H2Call call;
+  call.step = u.step;
+  call.span_id = u.span_id;
+  call.first_byte_seen = u.first_byte_seen;
+  call.request_bytes = u.request_bytes;
+  call.response_bytes = u.response_bytes;
+  if (live(call.step)) {
+    rec::add_attr(call.step, "protocol", "h2");
+    rec::add_attr(call.step, "upgrade", "h2c");
+  }
+  c->h2->client.reset_upgraded(call);
+  c->h2->inj.clear();
+  c->h2->sink.scheme = c->sink.scheme;
+  c->h2->sink.peer = c->sink.peer;
+  c->h2->sink.owner = &c->sink.owner;
+  c->fresh = false;
+  c->h2_active = true;
+}
+
 void h2_feed_sent(HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
   for (int i = 0; i < cnt && n > 0; ++i) {
     size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
@@ -286,7 +315,8 @@ bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, in
       char prog[H2Injector::kMaxReplace];
       char field[H2Injector::kMaxField];
       for (size_t i = 0; i < planned; ++i) {
-        spans[i] = rec::new_id();
+        // Inside libcurl's easy interface the transfer's own row (curl_hooks.cpp) is the call: its id.
+        spans[i] = (i == 0 && inside_curl() && t_call_span) ? t_call_span : rec::new_id();
         size_t flen = hpack_traceparent(trace, spans[i], field, sizeof field);
         size_t plen = plan[i].at - plan[i].frame_at;
         if (!flen || plen > sizeof prog || !bytes.copy(plan[i].frame_at, plen, prog)) continue;
@@ -488,7 +518,11 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   if (c->h2_active) {
     c->h2->client.on_received(p, n, c->h2->sink);
   } else {
-    c->tracker.on_received(p, n, c->sink);
+    size_t used = c->tracker.on_received(p, n, c->sink);
+    if (HttpCall u; c->tracker.take_upgraded(&u)) {
+      start_upgraded(c, u);
+      if (c->h2_active && used < n) c->h2->client.on_received(p + used, n - used, c->h2->sink);
+    }
     let_go_if_not_http(s, c);
   }
   errno = saved;

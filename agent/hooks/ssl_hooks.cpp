@@ -228,6 +228,11 @@ void received(SSL* ssl, const void* buf, size_t n) {
     else c->h2->on_received(static_cast<const char*>(buf), n, c->h2_sink);
   } else if (!c->server && !c->tracker.opaque()) {
     c->tracker.on_received(static_cast<const char*>(buf), n, c->sink);
+    // `Upgrade: h2c` is for cleartext only (TLS uses ALPN): such a call ends at its 101 here.
+    if (txray::HttpCall u; c->tracker.take_upgraded(&u)) {
+      u.status = 101;
+      c->sink.on_response(u, {});
+    }
   }
 }
 
