@@ -16,7 +16,8 @@ the front service, which calls the back once per request. Checked:
     back (made on grpcio's worker threads, where the agent cannot tell which stream they serve) are
     unattributed — never put into a front transaction — yet linked to their back transactions.
 Over TLS (ALPN h2; grpcio's OpenSSL sees the plaintext in SSL_read/SSL_write): the back's streams are
-transactions and the client's calls gRPC rows with their grpc-status (no traceparent goes into TLS).
+transactions and the client's calls gRPC rows with their grpc-status, each linked to its callee (the
+traceparent field goes into the HEADERS frames through the SSL_write hook).
 """
 import json
 import os
@@ -224,11 +225,22 @@ class GrpcTest(TxrayTestCase):
         self.assertEqual(sorted(t["name"] for t in back_txs), ["POST /demo.Back/Fail"] + ["POST /demo.Back/Get"] * 6)
         self.assertEqual([t["error"] for t in back_txs if t["name"].endswith("Fail")],
                          ["grpc-status 13 INTERNAL: back is broken"])
-        rows = [r for t in txs if t["app"] == "tls-client" for r in grpc_rows(t)]
+        by_txid = {t["txid"]: t for t in txs}
+        clients = [t for t in txs if t["app"] == "tls-client"]
+        rows = [r for t in clients for r in grpc_rows(t)]
         self.assertEqual(len(rows), 7)
-        for r in rows:
-            self.assertEqual(r["attributes"]["rpc"], "grpc")
-            self.assertTrue(r["text"].startswith(f"grpc://127.0.0.1:{port}/demo.Back/"), r["text"])
+        for t in clients:
+            for r in grpc_rows(t):
+                self.assertEqual(r["attributes"]["rpc"], "grpc")
+                self.assertTrue(r["text"].startswith(f"grpc://127.0.0.1:{port}/demo.Back/"), r["text"])
+                # traceparent went in through SSL_write: every row linked to its callee
+                self.assertIn("callee_txid", r, f"row not linked: {r}")
+                callee = by_txid[r["callee_txid"]]
+                self.assertEqual(callee["app"], "tls-back")
+                self.assertEqual(callee["name"], "POST " + r["text"].split(str(port), 1)[1])
+                self.assertEqual(callee["parent_span_id"], r["span_id"])
+                self.assertEqual(callee["trace_id"], t["trace_id"])
+        self.assertEqual(len({r["callee_txid"] for r in rows}), 7, "two rows linked to one callee")
         self.assertEqual(sorted(r["attributes"]["grpc_status"] for r in rows), ["0"] * 6 + ["13"])
 
 
