@@ -107,8 +107,9 @@ void HttpConn::upgrade_h2(const char* rest, size_t n) {
   std::string read_ahead;  // bytes the client sent after the request (its preface), read before the 101
   read_ahead.swap(buf);
   scanned = 0;
-  if (n && !h2->on_write(rest, n)) watching = false;
-  if (watching && !read_ahead.empty() && !h2->on_read(read_ahead.data(), read_ahead.size())) watching = false;
+  // In the order the program saw them: what it read before writing the 101, then the rest of the write.
+  if (!read_ahead.empty() && !h2->on_read(read_ahead.data(), read_ahead.size())) watching = false;
+  if (watching && n && !h2->on_write(rest, n)) watching = false;
 }
 
 void HttpConn::try_begin() {

@@ -94,15 +94,11 @@ class TlsSink final : public txray::CallSink {
 
 // A client's HTTP/2 write with traceparent fields, being written (h2_tls_write).
 struct TlsH2Write {
-  static constexpr size_t kMax = txray::H2Injector::kMaxEdits;
-  std::string wire;       // W: the program's bytes with the fields
-  size_t off = 0;         // bytes of W OpenSSL took so far
-  size_t prog_len = 0;    // the program's bytes W stands for
-  bool pending = false;   // W is not all written: the program's next SSL_write is its retry
+  static constexpr size_t kMax = txray::H2WholeWrite::kMaxEdits;
+  txray::H2WholeWrite w;
   uint32_t streams[kMax];
   uint64_t spans[kMax];
-  size_t n = 0;
-  std::string scratch;    // plan_insert's
+  std::string scratch;  // plan_insert's
 };
 
 struct TlsConn {
@@ -249,21 +245,20 @@ struct RealWrite {
 // Writes what is left of W. True with *result = the program's count when all of it went out, else the
 // real call's failure value (W stays pending for the program's retry).
 bool h2_tls_continue(TlsConn* c, SSL* ssl, size_t num, const RealWrite& real, long* result) {
-  TlsH2Write* w = c->h2w;
-  while (w->off < w->wire.size()) {
-    long r = real(ssl, w->wire.data() + w->off, w->wire.size() - w->off);
+  txray::H2WholeWrite& w = c->h2w->w;
+  while (w.pending()) {
+    long r = real(ssl, w.rest(), w.rest_len());
     if (r <= 0) {
       *result = r;  // errno and OpenSSL's error state are the real call's
       return true;
     }
-    w->off += static_cast<size_t>(r);
+    w.wrote(static_cast<size_t>(r));
   }
   int saved = errno;
-  w->pending = false;
-  for (size_t i = 0; i < w->n; ++i) c->h2->note_span(w->streams[i], w->spans[i]);
+  for (size_t i = 0; i < w.edits(); ++i) c->h2->note_span(c->h2w->streams[w.tag(i)], c->h2w->spans[w.tag(i)]);
   // A retry offering more than the first call (OpenSSL allows a longer one) is told of the first
   // call's bytes only, a partial write.
-  *result = static_cast<long>(std::min(w->prog_len, num));
+  *result = static_cast<long>(std::min(w.program_len(), num));
   errno = saved;
   return true;
 }
@@ -272,13 +267,13 @@ bool h2_tls_continue(TlsConn* c, SSL* ssl, size_t num, const RealWrite& real, lo
 bool lay_out(TlsConn* c, const void* buf, size_t num) {
   txray::SaveErrno keep;
   if (!c->h2w) c->h2w = new (std::nothrow) TlsH2Write;
-  TlsH2Write* w = c->h2w;
-  if (!w) return false;
+  TlsH2Write* h = c->h2w;
+  if (!h) return false;
   const char* prog = static_cast<const char*>(buf);
   iovec v{const_cast<char*>(prog), num};
   txray::IoBytes bytes{&v, 1, num};
   txray::H2Client::Insert plan[TlsH2Write::kMax];
-  size_t planned = c->h2->plan_insert(bytes, w->scratch, plan, TlsH2Write::kMax);
+  size_t planned = c->h2->plan_insert(bytes, h->scratch, plan, TlsH2Write::kMax);
   if (!planned) return false;
   txray::Transaction* tx = txray::rec::current();
   uint8_t trace[16];
@@ -286,43 +281,23 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
   if (!tx || !txray::rec::trace_context(tx, trace, &own_span)) return false;
   // No more TLS records than the program's bytes need (16 KiB of plaintext each).
   constexpr size_t kRecord = 16384;
-  size_t room = (num + kRecord - 1) / kRecord * kRecord - num;
-  w->wire.clear();
-  w->n = 0;
-  size_t pos = 0;
+  h->w.begin(prog, num, (num + kRecord - 1) / kRecord * kRecord - num);
   char field[txray::H2Injector::kMaxField];
   for (size_t i = 0; i < planned; ++i) {
     const txray::H2Client::Insert& p = plan[i];
-    uint64_t span = txray::rec::new_id();
-    size_t flen = txray::hpack_traceparent(trace, span, field, sizeof field);
-    if (!flen || flen > room) break;
-    room -= flen;
-    w->wire.append(prog + pos, p.frame_at - pos);
-    size_t hdr = w->wire.size();
-    w->wire.append(prog + p.frame_at, p.at - p.frame_at);
-    uint32_t len = p.frame_len + static_cast<uint32_t>(flen);  // the frame's 24-bit length, grown
-    w->wire[hdr] = static_cast<char>(len >> 16);
-    w->wire[hdr + 1] = static_cast<char>(len >> 8);
-    w->wire[hdr + 2] = static_cast<char>(len);
-    w->wire.append(field, flen);
-    pos = p.at;
-    w->streams[w->n] = p.stream;
-    w->spans[w->n] = span;
-    ++w->n;
+    h->spans[i] = txray::rec::new_id();
+    h->streams[i] = p.stream;
+    size_t flen = txray::hpack_traceparent(trace, h->spans[i], field, sizeof field);
+    if (!flen || !h->w.add(p.frame_at, p.at, p.frame_len, field, flen, uint32_t(i))) break;
   }
-  if (w->n == 0) return false;
-  w->wire.append(prog + pos, num - pos);
-  w->off = 0;
-  w->prog_len = num;
-  w->pending = true;
-  return true;
+  return h->w.finish();
 }
 
 // A client's write on an HTTP/2 connection over TLS: when it holds HEADERS frames of new requests, it is
 // made here with traceparent fields inserted (see the top of this file). False: the plain call.
 bool h2_tls_write(TlsConn* c, SSL* ssl, const void* buf, size_t num, const RealWrite& real, long* result) {
   if (!c || c->server || !c->h2_active || !c->h2) return false;
-  if (c->h2w && c->h2w->pending) return h2_tls_continue(c, ssl, num, real, result);
+  if (c->h2w && c->h2w->w.pending()) return h2_tls_continue(c, ssl, num, real, result);
   if (num == 0 || num > INT_MAX / 2 || c->h2->dead() || !txray::http_out::propagate()) return false;
   if (!lay_out(c, buf, num)) return false;
   return h2_tls_continue(c, ssl, num, real, result);
