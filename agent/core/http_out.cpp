@@ -287,6 +287,11 @@ Transaction* call_tx(ReqRef& owner_ref, bool consume) {
   return attr::event_loop() ? unattr::container() : rec::current();
 }
 
+Transaction* h2_call_tx() {
+  if (Transaction* p = tx::process_transaction()) return p;
+  return unattr::container();
+}
+
 namespace {
 
 // A write on an HTTP/2 connection: traceparent fields go into the HEADERS frames of new requests
@@ -308,7 +313,8 @@ bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, in
   if (propagate() && !h->client.dead() && cnt > 0 && size_t(cnt) + 2 * kMaxPlan + 1 <= sizeof h->out / sizeof h->out[0]) {
     IoBytes bytes{iov, cnt, total};
     planned = h->client.plan_insert(bytes, h->scratch, plan, kMaxPlan);
-    Transaction* tx = planned ? call_tx(c->sink.owner, false) : nullptr;
+    // libcurl writes its transfer on the thread that runs it: that thread's request (curl_hooks.cpp's row).
+    Transaction* tx = !planned ? nullptr : inside_curl() ? rec::current() : h2_call_tx();
     uint8_t trace[16];
     uint64_t own_span;
     if (tx && rec::trace_context(tx, trace, &own_span)) {
@@ -613,7 +619,8 @@ void CallSink::on_response(HttpCall& c, std::string_view error) {
 
 void H2Sink::on_request(H2Call& c, const h2::HeaderList& h) {
   if (http_out::inside_curl()) return;  // the curl hook records the transfer
-  Transaction* tx = owner ? http_out::call_tx(*owner, true) : rec::current();
+  if (owner) *owner = ReqRef{};  // a connect-time owner names no stream of a multiplexed connection
+  Transaction* tx = http_out::h2_call_tx();
   if (!tx) return;
   c.step = rec::open(tx, StepKind::HTTP_CALL);
   if (!c.step) return;

@@ -275,7 +275,7 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
   txray::H2Client::Insert plan[TlsH2Write::kMax];
   size_t planned = c->h2->plan_insert(bytes, h->scratch, plan, TlsH2Write::kMax);
   if (!planned) return false;
-  txray::Transaction* tx = txray::rec::current();
+  txray::Transaction* tx = txray::http_out::h2_call_tx();
   uint8_t trace[16];
   uint64_t own_span;
   if (!tx || !txray::rec::trace_context(tx, trace, &own_span)) return false;
