@@ -230,6 +230,13 @@ TlsConn* before_write(SSL* ssl, const void* buf, size_t n) {
   return c;
 }
 
+// The connection's state when a write with fields (W) is pending on it, else nullptr.
+TlsConn* pending_conn(SSL* ssl) {
+  txray::SaveErrno keep;
+  TlsConn* c = conn_of(ssl, false);
+  return (c && c->h2w && c->h2w->w.pending()) ? c : nullptr;
+}
+
 // The real SSL_write (len <= INT_MAX) or SSL_write_ex: > 0 = bytes taken, else the value the program's
 // call returns on failure (-1/0 for SSL_write, 0 for SSL_write_ex).
 struct RealWrite {
@@ -342,8 +349,10 @@ extern "C" int SSL_write(SSL* ssl, const void* buf, int num) {
   auto real = TXRAY_REAL(SSL_write, kSsl);
   if (!real) return -1;
   txray::HookGuard guard(txray::HookFamily::tls);
-  if (watching(guard) && num > 0) {
-    TlsConn* c = before_write(ssl, buf, static_cast<size_t>(num));
+  if (num > 0) {
+    // Not watched (inside libcurl, a nested call): only a pending W of ours is continued (OpenSSL wants
+    // it, not the program's bytes, on the retry).
+    TlsConn* c = watching(guard) ? before_write(ssl, buf, static_cast<size_t>(num)) : pending_conn(ssl);
     RealWrite rw;
     rw.write = real;
     if (long res; h2_tls_write(c, ssl, buf, static_cast<size_t>(num), rw, &res)) {
@@ -360,8 +369,8 @@ extern "C" int SSL_write_ex(SSL* ssl, const void* buf, size_t num, size_t* writt
   auto real = TXRAY_REAL(SSL_write_ex, kSsl);
   if (!real) return 0;
   txray::HookGuard guard(txray::HookFamily::tls);
-  if (watching(guard) && num > 0) {
-    TlsConn* c = before_write(ssl, buf, num);
+  if (num > 0) {
+    TlsConn* c = watching(guard) ? before_write(ssl, buf, num) : pending_conn(ssl);
     RealWrite rw;
     rw.write_ex = real;
     if (long res; h2_tls_write(c, ssl, buf, num, rw, &res)) {
