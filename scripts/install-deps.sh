@@ -23,6 +23,7 @@ PKGS=(
   clang libclang-rt-14-dev
   libnghttp2-dev                  # the agent's HPACK decoder for HTTP/2 (linked statically: agent/CMakeLists.txt)
   python3-grpcio openssl          # the gRPC sample and tests (samples/grpc_pair, tests/e2e/test_rpc_grpc.py: TLS certificate)
+  python3-h2                      # HTTP/2 server and client that do Upgrade: h2c, and python3-hpack (tests/e2e/test_rpc_h2c_upgrade.py, test_rpc_h2_tls_retry.py)
   lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
 )
 

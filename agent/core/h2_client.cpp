@@ -153,6 +153,14 @@ void H2Client::reset() {
   used_ = 0;
 }
 
+void H2Client::reset_upgraded(const H2Call& c) {
+  reset();
+  calls_[0] = c;
+  calls_[0].stream = 1;
+  calls_[0].announced = true;
+  used_ = 1;
+}
+
 size_t H2Client::open_calls() const {
   size_t k = 0;
   for (size_t i = 0; i < used_; ++i) k += calls_[i].stream != 0;

@@ -63,6 +63,10 @@ class H2Client {
   static constexpr size_t kMaxInsert = 128;  // an encoded traceparent field is 69 bytes
 
   void reset();
+  // After a 101 to an HTTP/1.1 `Upgrade: h2c` request (RFC 7540 §3.2): a fresh state whose stream 1 is
+  // that request's call `c` (announced, its row open); the program's preface comes next, the server's
+  // frames follow the 101 at once.
+  void reset_upgraded(const H2Call& c);
   bool dead() const { return out_.dead() || in_.dead(); }
   void on_sent(const char* p, size_t n, H2CallSink& sink);
   void on_received(const char* p, size_t n, H2CallSink& sink);

@@ -94,6 +94,18 @@ void H2Server::reset(std::string_view client) {
   out_.reset(false);
 }
 
+void H2Server::reset_upgraded(std::string_view client, Transaction* t) {
+  reset(client);
+  if (!t) return;
+  Stream& st = streams_[used_++];  // reset() left every slot free
+  st = Stream{};
+  st.id = 1;
+  st.tx = t;
+  st.request_done = true;
+  t->attrs.push_back({"protocol", "h2"});
+  t->attrs.push_back({"upgrade", "h2c"});
+}
+
 bool H2Server::dead() const { return in_.dead(); }
 
 size_t H2Server::open_streams() const {

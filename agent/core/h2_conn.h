@@ -39,6 +39,10 @@ class H2Server {
   H2Server();
   ~H2Server();
   void reset(std::string_view client);
+  // HTTP/1.1 `Upgrade: h2c` answered 101 (RFC 7540 §3.2): a fresh connection state whose stream 1 is
+  // the upgraded request's transaction t (already begun, its request complete); its response comes on
+  // stream 1. The client's preface follows on the read side, the server's frames on the write side.
+  void reset_upgraded(std::string_view client, Transaction* t);
   // Bytes the program read from / wrote to the connection. Return false once the connection is given
   // up (both readers dead or the request side dead).
   bool on_read(const char* p, size_t n);

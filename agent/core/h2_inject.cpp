@@ -80,4 +80,48 @@ size_t H2Injector::commit(size_t accepted, uint32_t* tags, size_t* ntags) {
   return cur + (accepted < rest ? accepted : rest);
 }
 
+void H2WholeWrite::begin(const char* prog, size_t num, size_t room) {
+  wire_.clear();
+  prog_ = prog;
+  prog_len_ = num;
+  pos_ = 0;
+  room_ = room;
+  off_ = 0;
+  pending_ = false;
+  n_ = 0;
+}
+
+bool H2WholeWrite::add(size_t frame_at, size_t at, uint32_t frame_len, const char* field, size_t field_len,
+                       uint32_t tag) {
+  if (n_ >= kMaxEdits || frame_at < pos_ || at < frame_at + 9 || at > prog_len_ || field_len > room_) return false;
+  uint32_t grown = frame_len + uint32_t(field_len);
+  if (field_len > H2Injector::kMaxField || grown > 0xffffff) return false;
+  wire_.append(prog_ + pos_, frame_at - pos_);
+  size_t hdr = wire_.size();
+  wire_.append(prog_ + frame_at, at - frame_at);
+  wire_[hdr] = char(grown >> 16);  // the frame's 24-bit length, grown by the field
+  wire_[hdr + 1] = char(grown >> 8);
+  wire_[hdr + 2] = char(grown);
+  wire_.append(field, field_len);
+  pos_ = at;
+  room_ -= field_len;
+  tags_[n_++] = tag;
+  return true;
+}
+
+bool H2WholeWrite::finish() {
+  if (n_ == 0) return false;
+  wire_.append(prog_ + pos_, prog_len_ - pos_);
+  prog_ = nullptr;
+  off_ = 0;
+  pending_ = true;
+  return true;
+}
+
+bool H2WholeWrite::wrote(size_t n) {
+  off_ += n < rest_len() ? n : rest_len();
+  if (off_ == wire_.size()) pending_ = false;
+  return !pending_;
+}
+
 }  // namespace txray

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace txray {
 
@@ -63,6 +64,49 @@ class H2Injector {
   char pending_[kMaxReplace + kMaxField];
   size_t pending_len_ = 0;
   size_t prog_len_ = 0;  // program bytes of the last gather
+};
+
+// The same edits for a write that must be made whole from one buffer of the agent's: OpenSSL wants a
+// write that failed (WANT_WRITE/WANT_READ) retried with the same buffer and length, so the program's
+// plaintext with the fields in place (W) is laid out once, kept unchanged at the same address and
+// written to its end, however many calls that takes (ssl_hooks.cpp: h2_tls_write). The program is told
+// its own count only when all of W went out. Growth is bounded by `room` (the caller keeps W within the
+// TLS records the program's bytes need). Pure: no I/O.
+class H2WholeWrite {
+ public:
+  static constexpr size_t kMaxEdits = H2Injector::kMaxEdits;
+
+  // Starts laying out the program's bytes prog[0, num), which may grow by `room` bytes at most.
+  void begin(const char* prog, size_t num, size_t room);
+  // A field at program offset `at`, inside the HEADERS frame that starts at frame_at (payload length
+  // frame_len as the program wrote it), in increasing order. False (not added) when it does not fit in
+  // the room left, is out of order or too many.
+  bool add(size_t frame_at, size_t at, uint32_t frame_len, const char* field, size_t field_len, uint32_t tag);
+  // Ends the layout (the program's bytes after the last field): true when W holds a field, and is then
+  // pending until written.
+  bool finish();
+
+  bool pending() const { return pending_; }
+  // What is left of W to write: the same address on every retry.
+  const char* rest() const { return wire_.data() + off_; }
+  size_t rest_len() const { return wire_.size() - off_; }
+  // n bytes of W were taken: true when W is all written (no longer pending).
+  bool wrote(size_t n);
+  size_t program_len() const { return prog_len_; }
+  size_t edits() const { return n_; }
+  uint32_t tag(size_t i) const { return tags_[i]; }
+  const std::string& wire() const { return wire_; }
+
+ private:
+  std::string wire_;
+  const char* prog_ = nullptr;
+  size_t prog_len_ = 0;
+  size_t pos_ = 0;   // program bytes laid out so far
+  size_t room_ = 0;
+  size_t off_ = 0;   // bytes of W written
+  bool pending_ = false;
+  uint32_t tags_[kMaxEdits];
+  size_t n_ = 0;
 };
 
 }  // namespace txray

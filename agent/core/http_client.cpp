@@ -53,6 +53,17 @@ bool is_chunked(std::string_view v) {
   return iequals(v, "chunked");
 }
 
+// A comma-separated list (Upgrade, Connection) that names `token`.
+bool has_token(std::string_view v, std::string_view token) {
+  while (!v.empty()) {
+    size_t comma = v.find(',');
+    if (iequals(trim(v.substr(0, comma)), token)) return true;
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // "… HTTP/1.0" or "… HTTP/1.1" at the end of a request line (without its line end).
 bool ends_with_http1(std::string_view line) {
   line = trim(line);
@@ -213,6 +224,7 @@ size_t HttpClientTracker::sent_request(const char* p, size_t n, HttpClientSink& 
       target_.clear();
       host_.clear();
       program_span_ = 0;
+      req_upgrade_h2c_ = false;
       req_bytes_ = 0;
       req_body_left_ = 0;
       req_chunked_ = false;
@@ -237,6 +249,8 @@ size_t HttpClientTracker::sent_request(const char* p, size_t n, HttpClientSink& 
             parse_u64(value, req_body_left_);
           } else if (iequals(name, "transfer-encoding")) {
             req_chunked_ = is_chunked(value);
+          } else if (iequals(name, "upgrade")) {
+            req_upgrade_h2c_ = has_token(value, "h2c");
           } else if (iequals(name, "traceparent") && !program_span_) {
             TraceParent tp;
             if (parse_traceparent(value, tp)) program_span_ = tp.parent_id;
@@ -296,6 +310,7 @@ void HttpClientTracker::request_head_done(HttpClientSink& sink) {
   c.request_bytes = req_bytes_;
   c.head_method = method_ == "HEAD";
   c.connect_method = method_ == "CONNECT";
+  c.upgrade_h2c = req_upgrade_h2c_;
   // Our own header wins: that is the id the callee sees first.
   c.span_id = inserted_span_ ? inserted_span_ : program_span_;
   inserted_span_ = 0;
@@ -314,10 +329,19 @@ void HttpClientTracker::request_head_done(HttpClientSink& sink) {
 // ---------------------------------------------------------------------------------------------------
 // Response side.
 
-void HttpClientTracker::on_received(const char* buf, size_t n, HttpClientSink& sink) {
+size_t HttpClientTracker::on_received(const char* buf, size_t n, HttpClientSink& sink) {
   size_t i = 0;
   while (i < n && !opaque_ && count_ > 0) i += received_response(buf + i, n - i, sink);
   // Bytes with no request outstanding (a server talking first, or after a tunnel) are not ours.
+  return upgraded_ ? i : n;
+}
+
+bool HttpClientTracker::take_upgraded(HttpCall* out) {
+  if (!upgraded_) return false;
+  upgraded_ = false;
+  *out = upgraded_call_;
+  upgraded_call_ = HttpCall{};
+  return true;
 }
 
 size_t HttpClientTracker::received_response(const char* p, size_t n, HttpClientSink& sink) {
@@ -406,6 +430,18 @@ void HttpClientTracker::response_head_done(HttpClientSink& sink) {
     return;
   }
   c.status = s;
+  if (s == 101 && c.upgrade_h2c && count_ == 1) {
+    // HTTP/2 from the next byte on: the call goes on as stream 1 (take_upgraded), not ended here.
+    upgraded_call_ = c;
+    upgraded_call_.status = 0;  // stream 1's :status will say
+    c = HttpCall{};
+    head_ = (head_ + 1) % kMaxOutstanding;
+    count_ = 0;
+    upgraded_ = true;
+    resp_ = Resp::kStatus;
+    give_up(sink, "connection upgraded");  // nothing is left to end: just makes the tracker opaque
+    return;
+  }
   if (s == 101 || (c.connect_method && s >= 200 && s < 300)) {
     finish_oldest(sink, {});
     give_up(sink, "connection upgraded");  // whatever follows is not HTTP/1.x

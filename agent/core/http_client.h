@@ -9,7 +9,8 @@
 // Content-Length or chunked; keep-alive (one call per request) and pipelining (responses are matched
 // to requests in order); responses with Content-Length, chunked, or read-until-close bodies; no body
 // for HEAD, 1xx, 204 and 304; interim 1xx responses before the final one; 101 and a successful CONNECT
-// end the call and turn the connection opaque (a tunnel is not HTTP any more). A connection whose
+// end the call and turn the connection opaque (a tunnel is not HTTP any more) — except a 101 answering
+// `Upgrade: h2c`, after which the call goes on as HTTP/2 stream 1 (take_upgraded()). A connection whose
 // first bytes are not an HTTP method is marked opaque at once and costs one branch per call afterwards.
 // One tracker follows one connection, used by one thread at a time (as HTTP/1.x clients do); a
 // connection written and read by two threads at once may get its calls wrong, never unsafe memory.
@@ -33,6 +34,7 @@ struct HttpCall {
   int status = 0;               // final status, 0 until known
   bool head_method = false;     // HEAD: the response has no body
   bool connect_method = false;  // CONNECT: a 2xx response starts a tunnel
+  bool upgrade_h2c = false;     // "Upgrade: h2c": a 101 response makes it HTTP/2 stream 1 (take_upgraded)
   bool first_byte_seen = false;
 };
 
@@ -76,8 +78,12 @@ class HttpClientTracker {
   // The program wrote n bytes the agent cannot see (sendfile): fine as a Content-Length body, otherwise
   // the connection can no longer be followed.
   void on_sent_opaque(uint64_t n, HttpClientSink& sink);
-  // The program read these bytes from the socket.
-  void on_received(const char* buf, size_t n, HttpClientSink& sink);
+  // The program read these bytes from the socket. Returns how many were HTTP/1.x: fewer than n only when
+  // a 101 answered an `Upgrade: h2c` request — the rest are the server's HTTP/2 frames.
+  size_t on_received(const char* buf, size_t n, HttpClientSink& sink);
+  // After a 101 to an `Upgrade: h2c` request (RFC 7540 §3.2): the request's call, still open (its
+  // response comes on HTTP/2 stream 1), is moved to *out once; the tracker is then opaque.
+  bool take_upgraded(HttpCall* out);
   // The peer closed (read returned 0), a read failed, or the program closed the socket: ends every
   // outstanding call. `error` is empty for an orderly end of stream.
   void on_end(HttpClientSink& sink, std::string_view error = {});
@@ -137,6 +143,9 @@ class HttpClientTracker {
 
   HttpCall calls_[kMaxOutstanding];
   size_t head_ = 0, count_ = 0;
+  bool req_upgrade_h2c_ = false;  // the head being written asks for Upgrade: h2c
+  bool upgraded_ = false;         // upgraded_call_ waits for take_upgraded()
+  HttpCall upgraded_call_;
 };
 
 // Builds the URL of a call for its step text: "scheme://host[:port]/path?k=?&…" with query values

@@ -26,6 +26,7 @@ void HttpConn::reset(std::string_view client, int fd_) {
   tx = nullptr;
   resp.reset(false);
   h2_active = false;
+  upgrade_h2c = false;
 }
 
 void HttpConn::forget_after_fork() {
@@ -139,12 +140,43 @@ bool HttpConn::begin_request(std::string_view head_bytes) {
     }
   }
   ++seq;
+  upgrade_h2c = head.upgrade_h2c;
   attr::request_began(tx, fd);
   resp.reset(head.method == "HEAD");
   if (head.chunked) req_body.reset(http::BodyFramer::Mode::chunked);
   else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));
   else req_body.reset(http::BodyFramer::Mode::none);
   return true;
+}
+
+// The request asked for `Upgrade: h2c` and the server answered 101 (RFC 7540 §3.2): from the next
+// byte on, the server writes HTTP/2 frames (`rest`: those written with the 101) and the client sends the
+// preface and its frames. The request becomes stream 1, whose response is the request's: its
+// transaction stays open until then, but — as every stream of a multiplexed connection — it is no
+// thread's current transaction any more (h2_conn.h).
+void HttpConn::upgrade_h2(const char* rest, size_t n) {
+  Transaction* t = tx;
+  tx = nullptr;
+  upgrade_h2c = false;
+  if (!h2) h2 = new (std::nothrow) H2Server;
+  if (!h2 || !req_body.done()) {
+    // No memory, or the request body was not read to its end (its rest would come before the preface):
+    // the request ends at its 101 and the connection is not followed further.
+    if (!h2) counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    watching = false;
+    buf.clear();
+    tx::end(t, 101, "");
+    return;
+  }
+  tx::release_current(t);
+  h2->reset_upgraded(client_addr, t);
+  h2_active = true;
+  std::string read_ahead;  // bytes the client sent after the request (its preface), read before the 101
+  read_ahead.swap(buf);
+  scanned = 0;
+  // In the order the program saw them: what it read before writing the 101, then the rest of the write.
+  if (!read_ahead.empty() && !h2->on_read(read_ahead.data(), read_ahead.size())) watching = false;
+  if (watching && n && !h2->on_write(rest, n)) watching = false;
 }
 
 void HttpConn::try_begin() {
@@ -183,6 +215,10 @@ void HttpConn::on_write(const char* p, size_t n) {
     p += used;
     n -= used;
     if (!resp.done()) return;
+    if (resp.status() == 101 && upgrade_h2c) {
+      upgrade_h2(p, n);
+      return;
+    }
     finish(resp.status(), nullptr);
     // Anything written after a complete response belongs to the next (pipelined) request's response.
   }

@@ -5,7 +5,8 @@
 // is complete a transaction begins (START row) and becomes the reading thread's current transaction;
 // the response written on the connection is followed (ResponseTracker) and when it is complete the
 // transaction ends (END row). Keep-alive: one transaction per request; a pipelined request waits until
-// the previous response is complete.
+// the previous response is complete. HTTP/2 (h2_conn.h) takes over a connection that begins with the
+// client preface, or whose request with `Upgrade: h2c` is answered 101 Switching Protocols.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,9 @@ struct HttpConn {
   // (h2_conn.h). Allocated the first time, kept for the next connection on this slot.
   H2Server* h2 = nullptr;
   bool h2_active = false;
+  // The current request asked for `Upgrade: h2c`: a 101 answer turns the connection into HTTP/2, the
+  // request into its stream 1 (upgrade_h2()).
+  bool upgrade_h2c = false;
 
   HttpConn() = default;
   ~HttpConn();
@@ -56,6 +60,7 @@ struct HttpConn {
 
  private:
   bool try_h2();
+  void upgrade_h2(const char* rest, size_t n);
   void try_begin();
   bool try_begin_in_place(const char* p, size_t n);
   bool begin_request(std::string_view head);

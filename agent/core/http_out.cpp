@@ -200,6 +200,35 @@ void classify(HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) 
   c->h2_active = true;
 }
 
+// A 101 answered the program's `Upgrade: h2c` request (RFC 7540 §3.2): HTTP/2 from the next byte on
+// (the server's frames; the program's preface next), the request's call going on as stream 1.
+void start_upgraded(HttpClientConn* c, HttpCall& u) {
+  if (!c->h2) c->h2 = new (std::nothrow) H2State;
+  if (!c->h2) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    u.status = 101;
+    c->sink.on_response(u, {});
+    return;
+  }
+  H2Call call;
+  call.step = u.step;
+  call.span_id = u.span_id;
+  call.first_byte_seen = u.first_byte_seen;
+  call.request_bytes = u.request_bytes;
+  call.response_bytes = u.response_bytes;
+  if (live(call.step)) {
+    rec::add_attr(call.step, "protocol", "h2");
+    rec::add_attr(call.step, "upgrade", "h2c");
+  }
+  c->h2->client.reset_upgraded(call);
+  c->h2->inj.clear();
+  c->h2->sink.scheme = c->sink.scheme;
+  c->h2->sink.peer = c->sink.peer;
+  c->h2->sink.owner = &c->sink.owner;
+  c->fresh = false;
+  c->h2_active = true;
+}
+
 void h2_feed_sent(HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
   for (int i = 0; i < cnt && n > 0; ++i) {
     size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
@@ -258,6 +287,11 @@ Transaction* call_tx(ReqRef& owner_ref, bool consume) {
   return attr::event_loop() ? unattr::container() : rec::current();
 }
 
+Transaction* h2_call_tx() {
+  if (Transaction* p = tx::process_transaction()) return p;
+  return unattr::container();
+}
+
 namespace {
 
 // A write on an HTTP/2 connection: traceparent fields go into the HEADERS frames of new requests
@@ -279,14 +313,16 @@ bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, in
   if (propagate() && !h->client.dead() && cnt > 0 && size_t(cnt) + 2 * kMaxPlan + 1 <= sizeof h->out / sizeof h->out[0]) {
     IoBytes bytes{iov, cnt, total};
     planned = h->client.plan_insert(bytes, h->scratch, plan, kMaxPlan);
-    Transaction* tx = planned ? call_tx(c->sink.owner, false) : nullptr;
+    // libcurl writes its transfer on the thread that runs it: that thread's request (curl_hooks.cpp's row).
+    Transaction* tx = !planned ? nullptr : inside_curl() ? rec::current() : h2_call_tx();
     uint8_t trace[16];
     uint64_t own_span;
     if (tx && rec::trace_context(tx, trace, &own_span)) {
       char prog[H2Injector::kMaxReplace];
       char field[H2Injector::kMaxField];
       for (size_t i = 0; i < planned; ++i) {
-        spans[i] = rec::new_id();
+        // Inside libcurl's easy interface the transfer's own row (curl_hooks.cpp) is the call: its id.
+        spans[i] = (i == 0 && inside_curl() && t_call_span) ? t_call_span : rec::new_id();
         size_t flen = hpack_traceparent(trace, spans[i], field, sizeof field);
         size_t plen = plan[i].at - plan[i].frame_at;
         if (!flen || plen > sizeof prog || !bytes.copy(plan[i].frame_at, plen, prog)) continue;
@@ -488,7 +524,11 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   if (c->h2_active) {
     c->h2->client.on_received(p, n, c->h2->sink);
   } else {
-    c->tracker.on_received(p, n, c->sink);
+    size_t used = c->tracker.on_received(p, n, c->sink);
+    if (HttpCall u; c->tracker.take_upgraded(&u)) {
+      start_upgraded(c, u);
+      if (c->h2_active && used < n) c->h2->client.on_received(p + used, n - used, c->h2->sink);
+    }
     let_go_if_not_http(s, c);
   }
   errno = saved;
@@ -579,7 +619,8 @@ void CallSink::on_response(HttpCall& c, std::string_view error) {
 
 void H2Sink::on_request(H2Call& c, const h2::HeaderList& h) {
   if (http_out::inside_curl()) return;  // the curl hook records the transfer
-  Transaction* tx = owner ? http_out::call_tx(*owner, true) : rec::current();
+  if (owner) *owner = ReqRef{};  // a connect-time owner names no stream of a multiplexed connection
+  Transaction* tx = http_out::h2_call_tx();
   if (!tx) return;
   c.step = rec::open(tx, StepKind::HTTP_CALL);
   if (!c.step) return;

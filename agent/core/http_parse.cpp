@@ -169,6 +169,9 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   // Only the headers txray keeps or needs for framing; the others are skipped on their name's length.
   each_header(head, letters("hutc"), [&](std::string_view name, std::string_view value) {
     switch (name.size()) {
+      case 7:
+        if (iequals(name, "upgrade") && contains_token(value, "h2c")) out->upgrade_h2c = true;
+        break;
       case 4:
         if (iequals_lower(name, "host")) out->host = trim(value);
         break;

@@ -28,6 +28,7 @@ struct RequestHead {
   int64_t content_length = -1;  // -1 when absent
   bool chunked = false;
   bool keep_alive = true;       // HTTP/1.1 default; "Connection: close" or HTTP/1.0 without keep-alive
+  bool upgrade_h2c = false;     // "Upgrade: h2c" (RFC 7540 §3.2): a 101 answer switches to HTTP/2
 };
 // Parses a complete request head. False when it is not a valid HTTP/1.x request head.
 bool parse_request_head(std::string_view head, RequestHead* out);

@@ -266,6 +266,13 @@ void make_current(Transaction* t) {
   if (t) t->owner_slot = &s->cur;
 }
 
+void release_current(Transaction* t) {
+  if (auto* slot = t ? t->owner_slot : nullptr) {
+    Transaction* expected = t;
+    slot->compare_exchange_strong(expected, nullptr);
+  }
+}
+
 Transaction* thread_current() {
   OwnerSlot* s = t_slot;
   return s ? s->cur.load(std::memory_order_relaxed) : nullptr;

@@ -156,6 +156,9 @@ void end(Transaction* t, int32_t status, std::string_view error);
 // kept in outlives the thread (transaction.cpp: OwnerSlot), so end() may run on any thread at any time.
 void make_current(Transaction* t);
 Transaction* thread_current();
+// t stops being its owner thread's current transaction (if it still is), from any thread: an HTTP/1.1
+// request upgraded to HTTP/2 becomes stream 1 of a multiplexed connection (http_conn.cpp).
+void release_current(Transaction* t);
 
 // Runs on a thread that had a current transaction when it exits (pthread_exit() or the return of its
 // start function; not at process exit), before its slot is given back: the C API ends there what

@@ -11,8 +11,17 @@
 // (HTTP/1.x over a TLS server is not).
 //
 // Not here: HTTP/1.x servers, and anything while a libcurl hook runs (curl's own hook records the
-// transfer; the http_call hook family is then held). No header (nor HTTP/2 field) is inserted into TLS:
-// OpenSSL requires a retried write to pass the same buffer, which an insertion would break.
+// transfer; the http_call hook family is then held).
+//
+// traceparent over TLS, HTTP/2 clients only (h2_tls_write): a write holding HEADERS frames of new
+// requests is made from a buffer of the agent's own, W = the program's plaintext with the HPACK fields
+// inserted (as for cleartext, docs/http2.md). OpenSSL wants a write that failed with WANT_WRITE/WANT_READ
+// retried with the same buffer: W is kept, unchanged at the same address, until all of it is written,
+// and the program's retry (OpenSSL requires it to offer the same bytes again) continues W. The program
+// is told its own count when all of W went out, and the real call's failure value otherwise — what it
+// would have seen without the agent. W never needs more TLS records than the program's bytes would
+// (16 KiB each): a program feeding OpenSSL through a memory BIO sized for its own writes (gRPC's C core)
+// never finds it full because of the agent. No header is inserted into HTTP/1.x over TLS.
 //
 // State per SSL object hangs off OpenSSL's own ex_data slot and is freed with the SSL object; libssl
 // is not linked: its functions are found at run time (RTLD_NEXT, else the loaded libssl.so.3).
@@ -20,10 +29,14 @@
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstring>
 #include <new>
+#include <string>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -32,6 +45,7 @@
 #include "../core/config.h"
 #include "../core/h2_conn.h"
 #include "../core/h2_frames.h"
+#include "../core/h2_inject.h"
 #include "../core/http_client.h"
 #include "../core/http_out.h"
 #include "../core/recorder.h"
@@ -78,6 +92,15 @@ class TlsSink final : public txray::CallSink {
   }
 };
 
+// A client's HTTP/2 write with traceparent fields, being written (h2_tls_write).
+struct TlsH2Write {
+  static constexpr size_t kMax = txray::H2WholeWrite::kMaxEdits;
+  txray::H2WholeWrite w;
+  uint32_t streams[kMax];
+  uint64_t spans[kMax];
+  std::string scratch;  // plan_insert's
+};
+
 struct TlsConn {
   txray::HttpClientTracker tracker;
   TlsSink sink;
@@ -87,6 +110,7 @@ struct TlsConn {
   txray::H2Client* h2 = nullptr;
   txray::H2Sink h2_sink;
   txray::H2Server* h2_server = nullptr;
+  TlsH2Write* h2w = nullptr;
   explicit TlsConn(SSL* s, bool is_server) : server(is_server) {
     sink.scheme = "https";
     sink.ssl = s;
@@ -96,6 +120,7 @@ struct TlsConn {
   ~TlsConn() {
     delete h2;
     delete h2_server;
+    delete h2w;
   }
 };
 
@@ -195,12 +220,94 @@ bool watching(const txray::HookGuard& guard) {
   return guard && !(txray::hooks::t_in_family & (1u << static_cast<unsigned>(txray::HookFamily::http_call)));
 }
 
-// Before a write of the program's: the connection's state (created on its first write).
-TlsConn* before_write(SSL* ssl) {
+// Before a write of the program's: the connection's state (created on its first write). A client's
+// first plaintext is classified here, before it goes out, so that its HEADERS frames can get a field.
+TlsConn* before_write(SSL* ssl, const void* buf, size_t n) {
   txray::SaveErrno keep;
   TlsConn* c = conn_of(ssl, true);
+  if (c && !c->server) classify(c, ssl, buf, n, false);
   if (c && !c->server && !c->h2_active && !c->tracker.opaque()) c->sink.before_write();
   return c;
+}
+
+// The connection's state when a write with fields (W) is pending on it, else nullptr.
+TlsConn* pending_conn(SSL* ssl) {
+  txray::SaveErrno keep;
+  TlsConn* c = conn_of(ssl, false);
+  return (c && c->h2w && c->h2w->w.pending()) ? c : nullptr;
+}
+
+// The real SSL_write (len <= INT_MAX) or SSL_write_ex: > 0 = bytes taken, else the value the program's
+// call returns on failure (-1/0 for SSL_write, 0 for SSL_write_ex).
+struct RealWrite {
+  int (*write)(SSL*, const void*, int) = nullptr;
+  int (*write_ex)(SSL*, const void*, size_t, size_t*) = nullptr;
+  long operator()(SSL* ssl, const char* p, size_t len) const {
+    if (write) return write(ssl, p, static_cast<int>(std::min<size_t>(len, INT_MAX)));
+    size_t w = 0;
+    return write_ex(ssl, p, len, &w) == 1 ? static_cast<long>(w) : 0;
+  }
+};
+
+// Writes what is left of W. True with *result = the program's count when all of it went out, else the
+// real call's failure value (W stays pending for the program's retry).
+bool h2_tls_continue(TlsConn* c, SSL* ssl, size_t num, const RealWrite& real, long* result) {
+  txray::H2WholeWrite& w = c->h2w->w;
+  while (w.pending()) {
+    long r = real(ssl, w.rest(), w.rest_len());
+    if (r <= 0) {
+      *result = r;  // errno and OpenSSL's error state are the real call's
+      return true;
+    }
+    w.wrote(static_cast<size_t>(r));
+  }
+  int saved = errno;
+  for (size_t i = 0; i < w.edits(); ++i) c->h2->note_span(c->h2w->streams[w.tag(i)], c->h2w->spans[w.tag(i)]);
+  // A retry offering more than the first call (OpenSSL allows a longer one) is told of the first
+  // call's bytes only, a partial write.
+  *result = static_cast<long>(std::min(w.program_len(), num));
+  errno = saved;
+  return true;
+}
+
+// Lays out W for a write of the program's bytes (buf, num): false when no field goes into them.
+bool lay_out(TlsConn* c, const void* buf, size_t num) {
+  txray::SaveErrno keep;
+  if (!c->h2w) c->h2w = new (std::nothrow) TlsH2Write;
+  TlsH2Write* h = c->h2w;
+  if (!h) return false;
+  const char* prog = static_cast<const char*>(buf);
+  iovec v{const_cast<char*>(prog), num};
+  txray::IoBytes bytes{&v, 1, num};
+  txray::H2Client::Insert plan[TlsH2Write::kMax];
+  size_t planned = c->h2->plan_insert(bytes, h->scratch, plan, TlsH2Write::kMax);
+  if (!planned) return false;
+  txray::Transaction* tx = txray::http_out::h2_call_tx();
+  uint8_t trace[16];
+  uint64_t own_span;
+  if (!tx || !txray::rec::trace_context(tx, trace, &own_span)) return false;
+  // No more TLS records than the program's bytes need (16 KiB of plaintext each).
+  constexpr size_t kRecord = 16384;
+  h->w.begin(prog, num, (num + kRecord - 1) / kRecord * kRecord - num);
+  char field[txray::H2Injector::kMaxField];
+  for (size_t i = 0; i < planned; ++i) {
+    const txray::H2Client::Insert& p = plan[i];
+    h->spans[i] = txray::rec::new_id();
+    h->streams[i] = p.stream;
+    size_t flen = txray::hpack_traceparent(trace, h->spans[i], field, sizeof field);
+    if (!flen || !h->w.add(p.frame_at, p.at, p.frame_len, field, flen, uint32_t(i))) break;
+  }
+  return h->w.finish();
+}
+
+// A client's write on an HTTP/2 connection over TLS: when it holds HEADERS frames of new requests, it is
+// made here with traceparent fields inserted (see the top of this file). False: the plain call.
+bool h2_tls_write(TlsConn* c, SSL* ssl, const void* buf, size_t num, const RealWrite& real, long* result) {
+  if (!c || c->server || !c->h2_active || !c->h2) return false;
+  if (c->h2w && c->h2w->w.pending()) return h2_tls_continue(c, ssl, num, real, result);
+  if (num == 0 || num > INT_MAX / 2 || c->h2->dead() || !txray::http_out::propagate()) return false;
+  if (!lay_out(c, buf, num)) return false;
+  return h2_tls_continue(c, ssl, num, real, result);
 }
 
 void sent(SSL* ssl, const void* buf, size_t n) {
@@ -228,6 +335,11 @@ void received(SSL* ssl, const void* buf, size_t n) {
     else c->h2->on_received(static_cast<const char*>(buf), n, c->h2_sink);
   } else if (!c->server && !c->tracker.opaque()) {
     c->tracker.on_received(static_cast<const char*>(buf), n, c->sink);
+    // `Upgrade: h2c` is for cleartext only (TLS uses ALPN): such a call ends at its 101 here.
+    if (txray::HttpCall u; c->tracker.take_upgraded(&u)) {
+      u.status = 101;
+      c->sink.on_response(u, {});
+    }
   }
 }
 
@@ -237,7 +349,17 @@ extern "C" int SSL_write(SSL* ssl, const void* buf, int num) {
   auto real = TXRAY_REAL(SSL_write, kSsl);
   if (!real) return -1;
   txray::HookGuard guard(txray::HookFamily::tls);
-  if (watching(guard)) before_write(ssl);
+  if (num > 0) {
+    // Not watched (inside libcurl, a nested call): only a pending W of ours is continued (OpenSSL wants
+    // it, not the program's bytes, on the retry).
+    TlsConn* c = watching(guard) ? before_write(ssl, buf, static_cast<size_t>(num)) : pending_conn(ssl);
+    RealWrite rw;
+    rw.write = real;
+    if (long res; h2_tls_write(c, ssl, buf, static_cast<size_t>(num), rw, &res)) {
+      if (res > 0) sent(ssl, buf, static_cast<size_t>(res));
+      return static_cast<int>(res);
+    }
+  }
   int r = real(ssl, buf, num);
   if (r > 0 && watching(guard)) sent(ssl, buf, static_cast<size_t>(r));
   return r;
@@ -247,7 +369,17 @@ extern "C" int SSL_write_ex(SSL* ssl, const void* buf, size_t num, size_t* writt
   auto real = TXRAY_REAL(SSL_write_ex, kSsl);
   if (!real) return 0;
   txray::HookGuard guard(txray::HookFamily::tls);
-  if (watching(guard)) before_write(ssl);
+  if (num > 0) {
+    TlsConn* c = watching(guard) ? before_write(ssl, buf, num) : pending_conn(ssl);
+    RealWrite rw;
+    rw.write_ex = real;
+    if (long res; h2_tls_write(c, ssl, buf, num, rw, &res)) {
+      if (res <= 0) return 0;  // SSL_write_ex's failure (*written is not set, as OpenSSL leaves it)
+      if (written) *written = static_cast<size_t>(res);
+      sent(ssl, buf, static_cast<size_t>(res));
+      return 1;
+    }
+  }
   int r = real(ssl, buf, num, written);
   if (r == 1 && written && *written > 0 && watching(guard)) sent(ssl, buf, *written);
   return r;

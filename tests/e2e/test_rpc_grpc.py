@@ -16,13 +16,15 @@ the front service, which calls the back once per request. Checked:
     back (made on grpcio's worker threads, where the agent cannot tell which stream they serve) are
     unattributed — never put into a front transaction — yet linked to their back transactions.
 Over TLS (ALPN h2; grpcio's OpenSSL sees the plaintext in SSL_read/SSL_write): the back's streams are
-transactions and the client's calls gRPC rows with their grpc-status (no traceparent goes into TLS).
+transactions and the client's calls gRPC rows with their grpc-status, each linked to its callee (the
+traceparent field goes into the HEADERS frames through the SSL_write hook).
 """
 import json
 import os
 import re
 import sqlite3
 import subprocess
+import textwrap
 import unittest
 
 from txraytest import (PYTHON, SOURCE_DIR, Collector, TxrayTestCase, agent_env, bare_env, show_json, show_text,
@@ -66,6 +68,19 @@ def front_calls(db):
         return con.execute(
             "SELECT count(*), count(s.callee_tx_id) FROM steps s JOIN transactions t ON t.id = s.tx_id "
             "WHERE t.app = 'front' AND t.kind = 'unattributed' AND s.kind = 'HTTP_CALL'").fetchone()
+    except sqlite3.Error:
+        return (0, 0)
+    finally:
+        con.close()
+
+
+def unattributed_calls(db, app):
+    """(app's unattributed HTTP_CALL steps, how many of them are linked to a callee)"""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return con.execute(
+            "SELECT count(*), count(s.callee_tx_id) FROM steps s JOIN transactions t ON t.id = s.tx_id "
+            "WHERE t.app = ? AND t.kind = 'unattributed' AND s.kind = 'HTTP_CALL'", (app,)).fetchone()
     except sqlite3.Error:
         return (0, 0)
     finally:
@@ -173,7 +188,7 @@ class GrpcTest(TxrayTestCase):
             self.assertEqual(callee["trace_id"], client["trace_id"])
         self.assertEqual(len({r["callee_txid"] for r in rows}), len(rows), "two rows linked to one callee")
         slow = [r for r in rows if r["text"].endswith("/Get") and r["elapsed_ns"] > 300e6]
-        self.assertEqual(len(slow), CONCURRENT)
+        self.assertEqual(len(slow), CONCURRENT, sorted((r["elapsed_ns"] // 1000000, r.get("error")) for r in rows))
         events = sorted([(r["start_offset_ns"], 1) for r in slow] +
                         [(r["start_offset_ns"] + r["elapsed_ns"], -1) for r in slow])
         live = peak = 0
@@ -224,12 +239,69 @@ class GrpcTest(TxrayTestCase):
         self.assertEqual(sorted(t["name"] for t in back_txs), ["POST /demo.Back/Fail"] + ["POST /demo.Back/Get"] * 6)
         self.assertEqual([t["error"] for t in back_txs if t["name"].endswith("Fail")],
                          ["grpc-status 13 INTERNAL: back is broken"])
-        rows = [r for t in txs if t["app"] == "tls-client" for r in grpc_rows(t)]
+        by_txid = {t["txid"]: t for t in txs}
+        clients = [t for t in txs if t["app"] == "tls-client"]
+        rows = [r for t in clients for r in grpc_rows(t)]
         self.assertEqual(len(rows), 7)
-        for r in rows:
-            self.assertEqual(r["attributes"]["rpc"], "grpc")
-            self.assertTrue(r["text"].startswith(f"grpc://127.0.0.1:{port}/demo.Back/"), r["text"])
+        for t in clients:
+            for r in grpc_rows(t):
+                self.assertEqual(r["attributes"]["rpc"], "grpc")
+                self.assertTrue(r["text"].startswith(f"grpc://127.0.0.1:{port}/demo.Back/"), r["text"])
+                # traceparent went in through SSL_write: every row linked to its callee
+                self.assertIn("callee_txid", r, f"row not linked: {r}")
+                callee = by_txid[r["callee_txid"]]
+                self.assertEqual(callee["app"], "tls-back")
+                self.assertEqual(callee["name"], "POST " + r["text"].split(str(port), 1)[1])
+                self.assertEqual(callee["parent_span_id"], r["span_id"])
+                self.assertEqual(callee["trace_id"], t["trace_id"])
+        self.assertEqual(len({r["callee_txid"] for r in rows}), 7, "two rows linked to one callee")
         self.assertEqual(sorted(r["attributes"]["grpc_status"] for r in rows), ["0"] * 6 + ["13"])
+
+    def test_calls_never_filed_under_the_writing_thread(self):
+        # Each thread inside a C API transaction of its own makes calls to its own method on ONE shared
+        # channel. gRPC's C core writes a stream's HEADERS from whichever thread holds the transport's
+        # lock — often another caller's (measured: up to 37 of 1,280 calls in the wrong transaction when
+        # rows followed the writing thread). No row may land in a thread's transaction: all go to the
+        # unattributed container, each still linked to its callee.
+        threads, calls = 16, 20
+        script = textwrap.dedent("""
+            import ctypes, sys, threading, grpc
+            lib = ctypes.CDLL(None)
+            lib.txray_agent_begin.argtypes = [ctypes.c_char_p]
+            lib.txray_agent_end.argtypes = [ctypes.c_int, ctypes.c_char_p]
+            ident = lambda b: b
+            ch = grpc.insecure_channel(sys.argv[1])
+            grpc.channel_ready_future(ch).result(timeout=20)
+            n, k = int(sys.argv[2]), int(sys.argv[3])
+            barrier = threading.Barrier(n)
+            def work(i):
+                get = ch.unary_unary("/demo.Back/Get", request_serializer=ident, response_deserializer=ident)
+                barrier.wait()
+                assert lib.txray_agent_begin(b"thread %d" % i) == 1
+                for j in range(k):
+                    get(b"t%d-%d" % (i, j), timeout=30)
+                lib.txray_agent_end(0, None)
+            ts = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            print("done")
+        """)
+        with Collector(self.tmp) as col:
+            back, bport = self.serve("back", agent_env(col.endpoint, app="back"))
+            r = subprocess.run([PYTHON, "-c", script, f"127.0.0.1:{bport}", str(threads), str(calls)],
+                               env=agent_env(col.endpoint, app="callers"), capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.stdout.strip(), "done", r.stderr)
+            wait_transactions(col.db, threads * calls + threads)
+            wait_for(lambda: unattributed_calls(col.db, "callers")[0] >= threads * calls, 20,
+                     what="the callers' unattributed calls")
+            back.terminate()
+            back.wait(10)
+        txs = show_json(col.db, "--last", "1000")
+        api = [t for t in txs if t["app"] == "callers" and t["kind"] == "api"]
+        self.assertEqual(len(api), threads)
+        for t in api:
+            self.assertEqual(grpc_rows(t), [], f"{t['name']} got a call the agent cannot place")
+        self.assertEqual(unattributed_calls(col.db, "callers"), (threads * calls, threads * calls))
 
 
 if __name__ == "__main__":

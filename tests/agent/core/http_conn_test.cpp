@@ -275,3 +275,84 @@ TEST_F(HttpConnTest, RandomSplitsOfMixedTrafficKeepExactBytes) {
     EXPECT_EQ(test::gap_sum(t), t.elapsed_ns);
   }
 }
+
+namespace {
+
+std::string h2frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string f;
+  uint32_t n = uint32_t(payload.size());
+  f += char(n >> 16);
+  f += char(n >> 8);
+  f += char(n);
+  f += char(type);
+  f += char(flags);
+  f += char(stream >> 24);
+  f += char(stream >> 16);
+  f += char(stream >> 8);
+  f += char(stream);
+  return f + payload;
+}
+
+// HPACK literal without indexing, new name.
+std::string lit(const std::string& n, const std::string& v) {
+  return std::string(1, '\0') + char(n.size()) + n + char(v.size()) + v;
+}
+
+const std::string kUpgrade =
+    "GET /up?x=1 HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+    "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n";
+const std::string kSwitch = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
+}  // namespace
+
+// RFC 7540 §3.2: the request with Upgrade: h2c answered 101 is stream 1 of the HTTP/2 connection that
+// follows; its transaction ends with stream 1's response, and later streams are transactions of their own.
+TEST_F(HttpConnTest, UpgradeH2cMakesTheRequestStreamOne) {
+  for (size_t step : {size_t(0), size_t(1), size_t(7)}) {
+    Collected::install();
+    conn.reset("10.0.0.7:5555");
+    read(kUpgrade, step);
+    ASSERT_NE(conn.tx, nullptr);
+    EXPECT_EQ(tx::thread_current(), conn.tx);
+    std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    std::string settings = h2frame(4, 0, 0, "");
+    // The server's 101, its SETTINGS and stream 1's response in one write; the client's preface read after.
+    write(kSwitch + settings + h2frame(1, 4, 1, "\x8d") + h2frame(0, 1, 1, "hello"), step);  // :status 404 (static 13)
+    EXPECT_EQ(conn.tx, nullptr);
+    EXPECT_EQ(tx::thread_current(), nullptr) << "a stream of a multiplexed connection is no thread's request";
+    ASSERT_EQ(Collected::txs.size(), 1u);
+    read(preface + settings + h2frame(1, 5, 3, "\x82\x86" + lit(":path", "/next") + lit(":authority", "h")), step);
+    write(h2frame(1, 5, 3, "\x88"), step);
+    ASSERT_EQ(Collected::txs.size(), 2u);
+    const Transaction& up = *Collected::txs[0];
+    EXPECT_EQ(up.name, "GET /up");
+    EXPECT_EQ(up.status, 404);
+    EXPECT_EQ(up.error, "");
+    EXPECT_EQ(up.bytes_read, kUpgrade.size());
+    EXPECT_EQ(up.bytes_written, kSwitch.size() + 10 + 14);
+    int marks = 0;
+    for (auto& a : up.attrs) marks += (a.key == "upgrade" && a.value == "h2c") + (a.key == "protocol" && a.value == "h2");
+    EXPECT_EQ(marks, 2);
+    EXPECT_EQ(Collected::txs[1]->name, "GET /next");
+    EXPECT_EQ(Collected::txs[1]->status, 200);
+    conn.on_close();
+  }
+}
+
+// A server that does not upgrade answers as HTTP/1.1: the connection goes on as HTTP/1.1; a 101 to
+// another upgrade (WebSocket) ends the request and the connection is not followed further.
+TEST_F(HttpConnTest, UpgradeNotTakenOrNotH2c) {
+  read(kUpgrade);
+  write(kResp);
+  read(kReq);
+  write(kResp);
+  ASSERT_EQ(Collected::txs.size(), 2u);
+  EXPECT_EQ(Collected::txs[0]->status, 200);
+  EXPECT_EQ(Collected::txs[1]->name, "GET /a/b");
+  conn.reset("10.0.0.7:5555");
+  read("GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n" + h2frame(1, 4, 1, "\x88"));
+  ASSERT_EQ(Collected::txs.size(), 3u);
+  EXPECT_EQ(Collected::txs[2]->status, 101);
+  EXPECT_FALSE(conn.h2_active);
+}

@@ -68,10 +68,11 @@ def write(name, mode, recs):
             f.write(bytes([mode]) + records(*recs))
 
 
-def both(name, recs_client_view):
-    """recs as the client sees them (op 1 = client writes); the server's view swaps read and write."""
-    write(name + "_client", 2, recs_client_view)
-    write(name + "_server", 3, [(0 if op == 1 else 1 if op == 0 else op, d) for op, d in recs_client_view])
+def both(name, recs_client_view, mode=2):
+    """recs as the client sees them (op 1 = client writes); the server's view swaps read and write.
+    mode 0x80: the connection starts as HTTP/1.1 (Upgrade: h2c), no preface put first."""
+    write(name + "_client", mode, recs_client_view)
+    write(name + "_server", mode | 1, [(0 if op == 1 else 1 if op == 0 else op, d) for op, d in recs_client_view])
 
 
 req, resp = call(1, "/demo.Back/Get", idx=True)
@@ -92,3 +93,17 @@ both("continuation", [(1, SETTINGS + cont), (0, frame(3, 0, 1, struct.pack(">I",
 req, resp = call(1, "/demo.Back/Get")
 both("midstream", [(1, req[5:]), (0, resp)])
 both("garbage", [(1, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), (0, b"HTTP/1.1 200 OK\r\n\r\n")])
+
+# HTTP/1.1 Upgrade: h2c (RFC 7540 §3.2): the request, 101, then HTTP/2 with the response on stream 1.
+UPGRADE = (b"GET /up HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+           b"HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
+SWITCH = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+stream1 = frame(1, 4, 1, b"\x88") + frame(0, 1, 1, b"hello")
+get3 = frame(1, 5, 3, b"\x82\x86" + lit(":path", "/next") + lit(":authority", "127.0.0.1"))
+resp3 = frame(1, 4, 3, b"\x88") + frame(0, 1, 3, b"next")
+both("upgrade", [(1, UPGRADE), (0, SWITCH + SETTINGS + stream1), (1, PREFACE + SETTINGS + ACK + get3), (0, resp3)],
+     mode=0x80)
+both("upgrade_garbage", [(1, UPGRADE), (0, SWITCH + b"HTTP/1.1 200 OK\r\n\r\n"), (1, PREFACE + b"junk" * 8)], mode=0x80)
+both("upgrade_refused", [(1, UPGRADE), (0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                         (1, b"GET /again HTTP/1.1\r\nHost: x\r\n\r\n"), (0, b"HTTP/1.1 204 No Content\r\n\r\n")],
+     mode=0x80)

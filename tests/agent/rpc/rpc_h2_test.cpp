@@ -254,3 +254,33 @@ TEST(H2Inject, FieldsGoInAndThePeerDecodesEverything) {
   }
   EXPECT_EQ(r, 3u);
 }
+
+// After a 101 to Upgrade: h2c, the upgraded request's call is stream 1: its response comes as HTTP/2
+// frames right after the 101, the program's preface and new streams follow.
+TEST(H2Client, UpgradedCallIsStreamOne) {
+  Encoder enc;
+  Encoder server;
+  H2Client c;
+  Sink sink;
+  H2Call up;
+  up.request_bytes = 120;
+  up.response_bytes = 40;
+  up.first_byte_seen = true;
+  up.span_id = 77;
+  c.reset_upgraded(up);
+  EXPECT_EQ(c.open_calls(), 1u);
+  std::string resp1 = frame(4, 0, 0, "") + frame(1, 4, 1, server.block({{":status", "404"}})) + frame(0, 1, 1, "nope");
+  c.on_received(resp1.data(), resp1.size(), sink);
+  ASSERT_EQ(sink.log.size(), 1u);
+  EXPECT_EQ(sink.log[0], "resp 1 404 grpc=-1 |");
+  std::string out = std::string(h2::kPreface) + frame(4, 0, 0, "") +
+                    frame(1, 5, 3, enc.block({{":method", "GET"}, {":scheme", "http"}, {":path", "/next"}, {":authority", "h"}}));
+  c.on_sent(out.data(), out.size(), sink);
+  std::string resp3 = frame(1, 5, 3, server.block({{":status", "200"}}));
+  c.on_received(resp3.data(), resp3.size(), sink);
+  ASSERT_EQ(sink.log.size(), 4u);
+  EXPECT_EQ(sink.log[1], "req 3 /next span=0");
+  EXPECT_EQ(sink.log[2], "first 3");
+  EXPECT_EQ(sink.log[3], "resp 3 200 grpc=-1 |");
+  EXPECT_EQ(c.open_calls(), 0u);
+}

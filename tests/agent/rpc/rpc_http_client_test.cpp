@@ -448,3 +448,61 @@ TEST(HttpClient, SendfileBodiesAreCountedAndAnythingElseStopsTracking) {
   t.on_sent_opaque(10, r);  // bytes outside any body: the stream can no longer be parsed
   EXPECT_TRUE(t.opaque());
 }
+
+// RFC 7540 §3.2: a 101 to a request with Upgrade: h2c hands the call over (take_upgraded), not ended;
+// on_received says where the HTTP/2 bytes begin, in whatever pieces they come.
+TEST(HttpClient, UpgradeH2cHandsTheCallOver) {
+  const std::string req = "GET /up HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: foo, h2c\r\n"
+                          "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n";
+  const std::string sw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n";
+  const std::string frames = std::string("\0\0\0\4\0\0\0\0\0", 9);
+  for (size_t step : {sw.size() + frames.size(), size_t(1), size_t(5)}) {
+    HttpClientTracker t;
+    Recorder r;
+    send(t, r, req);
+    std::string in = sw + frames, rest;
+    bool taken = false;
+    for (size_t i = 0; i < in.size(); i += step) {
+      size_t n = std::min(step, in.size() - i);
+      size_t used = t.on_received(in.data() + i, n, r);
+      HttpCall u;
+      if (t.take_upgraded(&u)) {
+        EXPECT_FALSE(taken);
+        taken = true;
+        EXPECT_EQ(u.request_bytes, req.size());
+        EXPECT_EQ(u.response_bytes, sw.size());
+        EXPECT_TRUE(u.upgrade_h2c);
+        EXPECT_TRUE(u.first_byte_seen);
+        rest.append(in, i + used, n - used);
+      } else if (taken) {
+        rest.append(in, i, n);
+      } else {
+        EXPECT_EQ(used, n);
+      }
+    }
+    EXPECT_TRUE(taken);
+    EXPECT_EQ(rest, frames);
+    EXPECT_TRUE(r.ended.empty()) << "the upgraded call ends with stream 1, not at the 101";
+    EXPECT_TRUE(t.opaque());
+  }
+}
+
+TEST(HttpClient, UpgradeRefusedOrOtherProtocol) {
+  HttpClientTracker t;
+  Recorder r;
+  send(t, r, "GET /up HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\n\r\n");
+  recv(t, r, kOk);
+  send(t, r, kGet);
+  recv(t, r, kOk);
+  ASSERT_EQ(r.ended.size(), 2u);
+  EXPECT_EQ(r.ended[0].status, 200);
+  EXPECT_EQ(r.ended[1].target, "/items/7?q=secret&page=2");
+  HttpClientTracker ws;
+  Recorder r2;
+  send(ws, r2, "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n");
+  recv(ws, r2, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n");
+  HttpCall u;
+  EXPECT_FALSE(ws.take_upgraded(&u));
+  ASSERT_EQ(r2.ended.size(), 1u);
+  EXPECT_EQ(r2.ended[0].status, 101);
+}
