@@ -170,7 +170,7 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   each_header(head, letters("hutc"), [&](std::string_view name, std::string_view value) {
     switch (name.size()) {
       case 7:
-        if (iequals(name, "upgrade") && contains_token(value, "h2c")) out->upgrade_h2c = true;
+        if (iequals_lower(name, "upgrade") && contains_token(value, "h2c")) out->upgrade_h2c = true;
         break;
       case 4:
         if (iequals_lower(name, "host")) out->host = trim(value);
