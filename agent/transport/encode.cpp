@@ -139,7 +139,9 @@ std::string_view agent_info(const Identity& id, double sample_rate) {
     std::string cpu_status;
     std::string bytes;
   };
-  static thread_local Cache c;
+  // Never destroyed: the exit flush may encode after this thread's thread_local destructors ran.
+  static thread_local Cache* cache = new Cache;
+  Cache& c = *cache;
   const selfcost::Units& u = selfcost::units();
   uint64_t rate_bits = 0;
   if (sample_rate > 0) std::memcpy(&rate_bits, &sample_rate, sizeof rate_bits);

