@@ -67,12 +67,16 @@ bool g_auto = false;            // TXRAY_CPU_SAMPLER=auto chose perf (a refused 
 // (host_takes_signal). A thread that finds no free slot does not sample.
 constexpr size_t kTimerSlots = 4096;
 std::atomic<uintptr_t> g_timers[kTimerSlots];  // timer id + 1 (ids start at 0); 0 = free
+std::atomic<size_t> g_timers_used{0};          // 1 + the highest slot ever taken (walks stop there)
 bool take_timer_slot(timer_t t, size_t* index) {
   for (size_t i = 0; i < kTimerSlots; ++i) {
     uintptr_t zero = 0;
     if (g_timers[i].load(std::memory_order_relaxed) == 0 &&
         g_timers[i].compare_exchange_strong(zero, reinterpret_cast<uintptr_t>(t) + 1, std::memory_order_acq_rel)) {
       *index = i;
+      size_t used = g_timers_used.load(std::memory_order_relaxed);
+      while (used <= i && !g_timers_used.compare_exchange_weak(used, i + 1, std::memory_order_acq_rel)) {
+      }
       return true;
     }
   }
@@ -395,8 +399,9 @@ void host_takes_signal() {
   if (g_stopped.exchange(true)) return;
   // Every timer stopped before the program's handler is in place: none of our signals should reach it.
   itimerspec zero{};
-  for (auto& slot : g_timers)
-    if (uintptr_t v = slot.load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v - 1), 0, &zero, nullptr);
+  size_t used = g_timers_used.load(std::memory_order_acquire);
+  for (size_t i = 0; i < used; ++i)
+    if (uintptr_t v = g_timers[i].load(std::memory_order_acquire)) timer_settime(reinterpret_cast<timer_t>(v - 1), 0, &zero, nullptr);
 }
 
 void perf_refused_at_first_open(const char* why) {
@@ -412,7 +417,10 @@ void after_fork_child() {
   // Timers are not inherited; the buffer's memory is (this thread's copy), and is left alone.
   t_buf = nullptr;
   if (g_key_ok) pthread_setspecific(g_key, nullptr);
-  for (auto& slot : g_timers) slot.store(0, std::memory_order_relaxed);
+  // Only the slots ever taken: touching all 8 pages of the table cost every forked child 8 page faults.
+  size_t used = g_timers_used.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < used; ++i) g_timers[i].store(0, std::memory_order_relaxed);
+  g_timers_used.store(0, std::memory_order_relaxed);
 }
 
 void note_dropped(uint64_t n) {

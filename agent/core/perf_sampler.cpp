@@ -237,7 +237,10 @@ std::string last_open_error() {
 
 void after_fork_child() {
   // Not mapped here (VM_DONTCOPY): forgotten, never unmapped. The child's threads open their own.
-  for (auto& r : g_rings) {
+  // Only the slots ever used: writing all 256 would copy their pages in every forked child.
+  size_t used = g_count.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < used && i < kMaxRings; ++i) {
+    Ring& r = g_rings[i];
     r.base = nullptr;
     r.refs.store(0, std::memory_order_relaxed);
     r.owner.store(nullptr, std::memory_order_relaxed);

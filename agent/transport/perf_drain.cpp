@@ -29,7 +29,9 @@ struct Side {
 };
 
 std::mutex* g_mu = new std::mutex;  // the agent thread, or the exiting thread doing its work at exit
-Side* g_side = new Side[perf::kMaxRings];
+// One per ring slot, made at the slot's first drain: a forked child that never samples allocates none
+// (256 empty deques, each with its map and first node, were ~70 fresh pages in every child).
+Side** g_side = new Side*[perf::kMaxRings]();
 std::vector<uint8_t>* g_scratch = new std::vector<uint8_t>;  // a record that wraps around the ring's end
 std::atomic<uint64_t> g_lost{0};
 bool g_unwinder = false;
@@ -114,14 +116,19 @@ void drain(perf::Ring& r, Side& side, uint64_t discard_before) {
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-Side& side_of(perf::Ring& r) {
-  Side& side = g_side[&r - perf::ring(0)];
+// nullptr when out of memory (the ring is drained at a later call).
+Side* side_of(perf::Ring& r) {
+  if (!g_side) return nullptr;
+  Side*& slot = g_side[&r - perf::ring(0)];
+  if (!slot) slot = new (std::nothrow) Side;
+  if (!slot) return nullptr;
+  Side& side = *slot;
   uint32_t gen = r.generation.load(std::memory_order_acquire);
   if (side.generation != gen) {
     side.pending.clear();
     side.generation = gen;
   }
-  return side;
+  return &side;
 }
 
 void prepare() {
@@ -154,7 +161,9 @@ void poll() {
     int st = r.state.load(std::memory_order_acquire);
     if ((st != perf::Ring::kLive && st != perf::Ring::kExited) || !r.base) continue;
     if (!prepared) prepare(), prepared = true;
-    Side& side = side_of(r);
+    Side* sp = side_of(r);
+    if (!sp) continue;
+    Side& side = *sp;
     drain_and_prune(r, side);
     if (st == perf::Ring::kExited && r.refs.load(std::memory_order_acquire) == 0) {
       // The thread is gone and no transaction of it waits: the event ends with its mapping.
@@ -171,9 +180,9 @@ void settle(Transaction& t) {
   if (!r) return;
   {
     std::lock_guard<std::mutex> lock(*g_mu);
-    if (r->base && r->generation.load(std::memory_order_acquire) == t.cpu_ring_gen) {
-      prepare();
-      Side& side = side_of(*r);
+    Side* sp = nullptr;  // none when out of memory: the transaction goes without samples
+    if (r->base && r->generation.load(std::memory_order_acquire) == t.cpu_ring_gen && (prepare(), sp = side_of(*r))) {
+      Side& side = *sp;
       drain(*r, side, 0);
       uint64_t lo = t.start_mono_ns, hi = t.cpu_end_mono_ns;
       bool only_one = r->refs.load(std::memory_order_acquire) == 1;  // no older transaction still to settle
@@ -206,7 +215,7 @@ uint64_t lost_total() { return g_lost.load(std::memory_order_relaxed); }
 void after_fork_child() {
   // The parent's agent thread may have held the lock or been inside a list at fork: all abandoned.
   g_mu = new (std::nothrow) std::mutex;
-  g_side = new (std::nothrow) Side[perf::kMaxRings];
+  g_side = new (std::nothrow) Side*[perf::kMaxRings]();
   g_scratch = new (std::nothrow) std::vector<uint8_t>;
 }
 

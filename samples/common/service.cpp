@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,12 +12,42 @@
 
 namespace txray::samples {
 
+namespace {
+
+// A stop asked for before run_until_signal blocks the signals (a test that stops a server as soon as it
+// has announced its port, or Ctrl-C while a sample loads its database) is kept here and honoured there:
+// with the default action the process would die of SIGTERM instead of exiting 0.
+// A thread started before the signals were blocked (a pool) may take one later: it hands it on to the
+// thread in sigwait.
+volatile sig_atomic_t g_early_stop = 0;
+volatile sig_atomic_t g_waiter = 0;  // tid of the thread in sigwait
+
+void note_early_stop(int sig) {
+  g_early_stop = sig;
+  if (pid_t waiter = g_waiter) syscall(SYS_tgkill, getpid(), waiter, sig);  // async-signal-safe
+}
+
+struct EarlyStop {
+  EarlyStop() {
+    struct sigaction sa {};
+    sa.sa_handler = note_early_stop;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+} early_stop;
+
+}  // namespace
+
 int run_until_signal(const std::function<void()>& serve) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  g_waiter = static_cast<sig_atomic_t>(syscall(SYS_gettid));
+  if (g_early_stop) return g_early_stop;  // from here on a signal stays pending for sigwait
   ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
   std::thread([serve] { serve(); }).detach();
   int sig = 0;
