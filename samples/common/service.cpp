@@ -14,9 +14,10 @@ namespace txray::samples {
 
 namespace {
 
-// A stop asked for before run_until_signal blocks the signals (a test that stops a server as soon as it
-// has announced its port, or Ctrl-C while a sample loads its database) is kept here and honoured there:
-// with the default action the process would die of SIGTERM instead of exiting 0.
+// A stop asked for between announce() and run_until_signal blocking the signals (a test that stops a
+// server as soon as it has announced its port) is kept here and honoured there: with the default action
+// the process would die of SIGTERM instead of exiting 0. Installed by announce() only, so that programs
+// that merely use the clocks below keep the default actions.
 // A thread started before the signals were blocked (a pool) may take one later: it hands it on to the
 // thread in sigwait.
 volatile sig_atomic_t g_early_stop = 0;
@@ -27,16 +28,17 @@ void note_early_stop(int sig) {
   if (pid_t waiter = g_waiter) syscall(SYS_tgkill, getpid(), waiter, sig);  // async-signal-safe
 }
 
-struct EarlyStop {
-  EarlyStop() {
-    struct sigaction sa {};
-    sa.sa_handler = note_early_stop;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-  }
-} early_stop;
+void defer_stop_signals() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  struct sigaction sa {};
+  sa.sa_handler = note_early_stop;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 }  // namespace
 
@@ -62,6 +64,7 @@ void serve_until_signal(const std::function<void()>& serve) {
 }
 
 void announce(const std::string& name, const std::string& what, int port) {
+  defer_stop_signals();  // before the line a test waits for: a stop right after it must not kill us
   std::printf("%s listening on %s port %d\n", name.c_str(), what.c_str(), port);
   std::fflush(stdout);
 }

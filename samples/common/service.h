@@ -18,6 +18,7 @@ namespace txray::samples {
 int run_until_signal(const std::function<void()>& serve);
 
 // Prints "<name> listening on <what> port <port>" on stdout and flushes: tests and scripts wait for it.
+// From then on SIGINT/SIGTERM are kept for run_until_signal, which a program that announces must call.
 void announce(const std::string& name, const std::string& what, int port);
 
 // Thread CPU time of the calling thread, in nanoseconds (CLOCK_THREAD_CPUTIME_ID).

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
       r.body = body;
     });
     announce("two_service_back", "http", port);
-    server.serve_forever();
+    serve_until_signal([&] { server.serve_forever(); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "two_service_back: %s\n", e.what());
     return 1;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       r.body = "order " + id + "\nback-end status " + std::to_string(price.status) + "\nprice " + price.body;
     });
     announce("two_service_front", "http", port);
-    server.serve_forever();
+    serve_until_signal([&] { server.serve_forever(); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "two_service_front: %s\n", e.what());
     return 1;
