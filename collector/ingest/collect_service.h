@@ -56,6 +56,8 @@ struct CollectStats {
   std::atomic<int64_t> disk_full_since_ns{0};  // the writer waits for space since then (0: it does not)
   std::atomic<uint64_t> shed_tx{0};          // received but only counted (load shedding: shed_counts)
   std::atomic<uint64_t> agent_sampled_out{0};  // sum of the agents' latest sampled_out counters (head sampling)
+  std::atomic<uint64_t> agent_samples_lost{0};   // … of their cpu_samples_lost (CPU samples, not transactions)
+  std::atomic<uint64_t> agent_stacks_missed{0};  // … of their stacks_missed (stacks wanted, not taken)
   std::atomic<uint32_t> shed_share_pct{0};   // the share of sheddable transactions shed at the last batch
 };
 
