@@ -61,8 +61,9 @@ struct CollectStats {
   std::atomic<uint32_t> shed_share_pct{0};   // the share of sheddable transactions shed at the last batch
 };
 
-// Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then drains what ZeroMQ has
-// already received, stores everything and returns 0. Returns 2 with a message on stderr when the
+// Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then closes the endpoint (nothing
+// new comes in), takes what libzmq had already read (at most 1 s), stores everything received and returns 0
+// (docs/reliability.md, "Stopping the collector"). Returns 2 with a message on stderr when the
 // endpoint cannot be bound, would be reachable from other machines without authentication, the keys
 // cannot be read, or the database cannot be opened.
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats);

@@ -90,7 +90,7 @@ class CollectorOutage(TxrayTestCase):
                             stdout=subprocess.DEVNULL, env=agent_env(c.endpoint, app="outage"))
         wait_port(port)
         timeline_file = os.path.join(self.tmp, "timeline")
-        total = UP + DOWN + AFTER + 8  # + the collector's stop (it drains for up to 5 s under load)
+        total = UP + DOWN + AFTER + 8  # + the collector's stop (0.1 s; 7-10 s under load before it closed its endpoint first)
         load = self.spawn([LOADGEN, "--port", str(port), "--connections", "2", "--seconds", str(total),
                            "--path", "/load", "--timeline", timeline_file],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
