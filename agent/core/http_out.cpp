@@ -622,7 +622,9 @@ void H2Sink::on_request(H2Call& c, const h2::HeaderList& h) {
   if (owner) *owner = ReqRef{};  // a connect-time owner names no stream of a multiplexed connection
   Transaction* tx = http_out::h2_call_tx();
   if (!tx) return;
-  c.step = rec::open(tx, StepKind::HTTP_CALL);
+  // Unnested: the streams one thread writes overlap without nesting (gRPC's C core writes many callers'
+  // HEADERS from one thread); nested, the first to end closed the others (a 400 ms call shown as 211 ms).
+  c.step = rec::open_unnested(tx, StepKind::HTTP_CALL);
   if (!c.step) return;
   if (!c.span_id) c.span_id = rec::new_id();
   rec::set_id(c.step, c.span_id);

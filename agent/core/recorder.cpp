@@ -134,6 +134,13 @@ StepRef open(Transaction* tx, StepKind kind) {
   return make_ref(tx, rows::add(tx, kind, true));
 }
 
+StepRef open_unnested(Transaction* tx, StepKind kind) {
+  if (unattr::is_container(tx)) unattr::rotate_if_full();
+  Section sec(tx);
+  if (!sec) return {};
+  return make_ref(tx, rows::add_unnested(tx, kind));
+}
+
 StepRef add(Transaction* tx, StepKind kind, std::string_view text) {
   if (unattr::is_container(tx)) unattr::rotate_if_full();
   Section sec(tx);

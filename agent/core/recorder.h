@@ -111,6 +111,9 @@ bool usable(const StepRef& s);
 // Opens a call step of `kind` at now and makes it the parent of steps opened until it is closed.
 // Returns an empty StepRef when tx is null.
 StepRef open(Transaction* tx, StepKind kind);
+// Opens a call step that is no parent of later steps and closes alone (step_rows.h, add_unnested): an
+// HTTP/2 stream, concurrent with the others one thread writes on its connection.
+StepRef open_unnested(Transaction* tx, StepKind kind);
 
 // Closes a call step: elapsed_ns = now - its open time. Reads the wall clock only (not the CPU clock).
 // Returns that elapsed_ns, also when the step was folded into a summary line at close (then it is the

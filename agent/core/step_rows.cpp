@@ -119,6 +119,12 @@ int32_t add(Transaction* t, StepKind kind, bool call) {
   return index;
 }
 
+int32_t add_unnested(Transaction* t, StepKind kind) {
+  int32_t index = add(t, kind, false);
+  t->steps[size_t(index)].open = true;  // not on the stack: close_at closes it alone, finish() at the END
+  return index;
+}
+
 uint64_t close_at(Transaction* t, int32_t index) {
   uint64_t now = clock::mono_ns();
   auto close_one = [&](int32_t i) {
@@ -153,9 +159,9 @@ uint64_t close_at(Transaction* t, int32_t index) {
 
 void finish(Transaction* t) {
   while (t->depth > 0) close_at(t, t->stack[t->depth - 1]);
-  if (t->flat)  // open calls are not on the stack there
-    for (size_t i = t->steps.size(); i-- > 0;)
-      if (i < t->steps.size() && t->steps[i].open) close_at(t, int32_t(i));
+  // Open calls not on the stack: every call of a flat transaction, unnested ones (add_unnested) of others.
+  for (size_t i = t->steps.size(); i-- > 0;)
+    if (i < t->steps.size() && t->steps[i].open) close_at(t, int32_t(i));
   fold_tail(t);
   uint64_t now = clock::mono_ns();
   Step& s = t->steps.emplace_back();

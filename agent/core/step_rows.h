@@ -17,6 +17,9 @@ int32_t add(Transaction* t, StepKind kind, bool call);
 // elapsed_ns: the one number the step's row or its summary line got (a step past the limit is folded
 // here, so nobody can read it from the list afterwards).
 uint64_t close_at(Transaction* t, int32_t index);
+// An open call that is nobody's parent and closes alone (as every call of a flat transaction): a stream
+// of a multiplexed connection, which overlaps the others its thread wrote without nesting in them.
+int32_t add_unnested(Transaction* t, StepKind kind);
 // The END row, closing every step still open; sets elapsed_ns and cpu_ns.
 void finish(Transaction* t);
 // Folds closed steps past the limit at the end of the list into summaries.

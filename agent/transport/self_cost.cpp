@@ -206,4 +206,9 @@ void set_units_for_test(const Units& u) {
   g_calibrated = true;
 }
 
+void reset_for_test() {
+  g_units = Units{};
+  g_calibrated = false;
+}
+
 }  // namespace txray::selfcost

@@ -47,7 +47,10 @@ uint64_t host_estimate(const Transaction& t);
 // measured on the batches before (see Sender::send), so that the shares add up to the agent thread's work.
 double agent_thread_weight(const Transaction& t);
 
-// For tests: sets the units.
+// For tests: sets the units (and counts them as calibrated: calibrate() keeps them).
 void set_units_for_test(const Units& u);
+// For tests: forgets the units and the calibration, so that the next calibrate() runs (tests that set
+// units must not decide what a later calibration test sees: gtest_shuffle runs them in any order).
+void reset_for_test();
 
 }  // namespace txray::selfcost

@@ -30,6 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// At the stop, how long the receiver may still take messages libzmq had read before the endpoint closed.
+constexpr std::chrono::milliseconds kStopDrain{1000};
+
 // A decoded batch and the arena that holds it: parsing into an arena is one allocation per block instead
 // of one per step and string, and freeing it (on the writer thread) is as cheap.
 struct DecodedBatch {
@@ -271,6 +274,8 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
     std::snprintf(shedding, sizeof shedding, ", %" PRIu64 " shed in total", shed);
   std::string sampled;
   if (uint64_t n = s.agent_sampled_out.load(); n > 0) sampled = ", agents sampled out " + std::to_string(n);
+  if (uint64_t n = s.agent_samples_lost.load(); n > 0) sampled += ", agents lost cpu samples " + std::to_string(n);
+  if (uint64_t n = s.agent_stacks_missed.load(); n > 0) sampled += ", agents missed stacks " + std::to_string(n);
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   if (s.tap) full += s.tap->status();  // the OTLP export's counters
@@ -353,6 +358,17 @@ class Receiver {
       stats_.agent_sampled_out += d.sampled_out() - sampled;
       sampled = d.sampled_out();
     }
+    if (d.cpu_samples_lost() != 0 || d.stacks_missed() != 0) {
+      Losses& l = losses_[b.agent().instance_id()];
+      if (d.cpu_samples_lost() > l.samples) {
+        stats_.agent_samples_lost += d.cpu_samples_lost() - l.samples;
+        l.samples = d.cpu_samples_lost();
+      }
+      if (d.stacks_missed() > l.stacks) {
+        stats_.agent_stacks_missed += d.stacks_missed() - l.stacks;
+        l.stacks = d.stacks_missed();
+      }
+    }
   }
 
   const CollectOptions& opts_;
@@ -360,6 +376,10 @@ class Receiver {
   BoundedQueue<DecodedBatch>& queue_;
   std::unordered_map<uint64_t, uint64_t> drops_;
   std::unordered_map<uint64_t, uint64_t> sampled_;  // instance -> its latest sampled_out counter
+  struct Losses {
+    uint64_t samples = 0, stacks = 0;
+  };
+  std::unordered_map<uint64_t, Losses> losses_;  // instance -> its latest cpu_samples_lost, stacks_missed
   uint64_t rejected_logged_ = 0;
   uint64_t truncated_logged_ = 0;
   std::function<void()> waiting_;
@@ -554,10 +574,25 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
     status_tick();
   }
 
-  // Stop requested: take in what libzmq already holds (until the socket has been quiet for a moment),
-  // then let the writer store the queue and finish.
-  auto drain_deadline = Clock::now() + std::chrono::seconds(5);
-  while (Clock::now() < drain_deadline && recv_for(std::chrono::milliseconds(250))) {
+  // Stop requested. First nothing new comes in: unbinding the endpoint closes the listener and the
+  // connections it accepted, so the agents stop sending at once (they count what they cannot send, and
+  // reconnect when the collector is back). Draining "until the socket is quiet" instead never ended
+  // under steady load (agents keep sending), and took the full drain bound every time. Then take what
+  // libzmq had already read from those connections (its pipes, up to rcvhwm messages each: readable
+  // until their end, after the connection closed), store everything received, and finish. What was
+  // still in the connections' kernel buffers is lost in flight: the agents' next batches say how many
+  // transactions they had sent, and the store counts the shortfall (writer.h, account_received).
+  auto t_stop = Clock::now();
+  try {
+    sock.unbind(sock.get(zmq::sockopt::last_endpoint));
+  } catch (const zmq::error_t& e) {
+    std::fprintf(stderr, "txray collect: could not close %s at the stop: %s\n", opts.listen.c_str(), e.what());
+  }
+  // The connections' close is asynchronous (libzmq's I/O thread): a pipe stays readable until its end.
+  // A short quiet time is enough, since no new bytes arrive; the bound keeps a stop whose writer is far
+  // behind from waiting for whole pipes (what is left in them is lost in flight, and counted).
+  auto drain_deadline = t_stop + kStopDrain;
+  while (Clock::now() < drain_deadline && recv_for(std::chrono::milliseconds(50))) {
   }
   queue.close();
   writer_thread.join();
@@ -574,6 +609,8 @@ int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, Col
   if (opts.tap) opts.tap->finish(opts.tap_finish);
   double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
   print_status(stats, secs, prev_recv, prev_stored, prev_shed, queue.size(), true);
+  std::fprintf(stderr, "txray collect: stopped in %.2f s\n",
+               std::chrono::duration<double>(Clock::now() - t_stop).count());
   return 0;
 }
 

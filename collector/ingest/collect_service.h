@@ -56,11 +56,14 @@ struct CollectStats {
   std::atomic<int64_t> disk_full_since_ns{0};  // the writer waits for space since then (0: it does not)
   std::atomic<uint64_t> shed_tx{0};          // received but only counted (load shedding: shed_counts)
   std::atomic<uint64_t> agent_sampled_out{0};  // sum of the agents' latest sampled_out counters (head sampling)
+  std::atomic<uint64_t> agent_samples_lost{0};   // … of their cpu_samples_lost (CPU samples, not transactions)
+  std::atomic<uint64_t> agent_stacks_missed{0};  // … of their stacks_missed (stacks wanted, not taken)
   std::atomic<uint32_t> shed_share_pct{0};   // the share of sheddable transactions shed at the last batch
 };
 
-// Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then drains what ZeroMQ has
-// already received, stores everything and returns 0. Returns 2 with a message on stderr when the
+// Runs until `stop` becomes true (the CLI sets it from SIGINT/SIGTERM), then closes the endpoint (nothing
+// new comes in), takes what libzmq had already read (at most 1 s), stores everything received and returns 0
+// (docs/reliability.md, "Stopping the collector"). Returns 2 with a message on stderr when the
 // endpoint cannot be bound, would be reachable from other machines without authentication, the keys
 // cannot be read, or the database cannot be opened.
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats);

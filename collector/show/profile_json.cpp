@@ -125,6 +125,10 @@ nlohmann::ordered_json transaction_json(const Transaction& t) {
     j["cpu_stacks"] = std::move(stacks);
   }
   if (!t.cpu_sampler.empty()) j["cpu_sampler"] = t.cpu_sampler;
+  if (t.agent_cpu_samples_lost > 0 || t.agent_stacks_missed > 0) {  // the process's totals (agent_losses)
+    j["agent_cpu_samples_lost"] = t.agent_cpu_samples_lost;
+    j["agent_stacks_missed"] = t.agent_stacks_missed;
+  }
   return j;
 }
 

@@ -143,6 +143,10 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
     if (!t.cpu_sampler.empty()) v += "  [" + t.cpu_sampler + "]";
     add_line(out, indent, field("CPU SAMPLES", v));
   }
+  if (t.agent_cpu_samples_lost > 0 || t.agent_stacks_missed > 0)  // the process's totals, not this transaction's
+    add_line(out, indent,
+             field("AGENT LOSSES", "cpu samples lost " + thousands(t.agent_cpu_samples_lost) + ", stacks missed " +
+                                       thousands(t.agent_stacks_missed) + "  (the process, so far)"));
   add_line(out, indent,
            field("BYTES", "read " + thousands(t.bytes_read) + ", written " + thousands(t.bytes_written)));
   if (!t.attributes.empty()) {

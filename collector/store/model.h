@@ -166,6 +166,10 @@ struct Transaction {
   int64_t cpu_samples_dropped = 0;
   std::vector<CpuStack> cpu_stacks;  // most samples first
   std::string cpu_sampler;           // the agent's sampler status ("signal 61, every 10000 us …")
+  // The agent's (process-wide, cumulative) CPU samples lost by the kernel (a full perf ring) and stacks
+  // wanted but not taken (agent_losses; DropCounters 9 and 10): 0 when none or an older store.
+  int64_t agent_cpu_samples_lost = 0;
+  int64_t agent_stacks_missed = 0;
 };
 
 }  // namespace txray

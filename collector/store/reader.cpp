@@ -328,7 +328,23 @@ std::optional<Transaction> Reader::load(int64_t id) {
     t.summary.push_back(std::move(m));
   }
   load_cpu(t, agent_id);
+  load_losses(t, agent_id);
   return t;
+}
+
+void Reader::load_losses(Transaction& t, int64_t agent_id) {
+  if (has_losses_ < 0) {
+    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'agent_losses'");
+    q.step();
+    has_losses_ = q.i64(0) == 1 ? 1 : 0;
+  }
+  if (!has_losses_) return;
+  Stmt& l = cached(losses_stmt_, "SELECT cpu_samples_lost, stacks_missed FROM agent_losses WHERE agent_id = ?1");
+  ResetOnExit done{l};
+  l.bind(1, agent_id);
+  if (!l.step()) return;
+  t.agent_cpu_samples_lost = l.i64(0);
+  t.agent_stacks_missed = l.i64(1);
 }
 
 void Reader::load_cpu(Transaction& t, int64_t agent_id) {

@@ -60,6 +60,10 @@ class Reader {
   std::optional<bool> has_cost_table_;
   std::unique_ptr<Stmt> cpu_tx_stmt_, cpu_rows_stmt_, cpu_hot_stmt_, cpu_stacks_stmt_, agent_cpu_stmt_;
   int has_cpu_ = -1;  // -1: not checked yet
+  // The agent's CPU samples lost and stacks missed (agent_losses), when the store has the table.
+  void load_losses(Transaction& t, int64_t agent_id);
+  std::unique_ptr<Stmt> losses_stmt_;
+  int has_losses_ = -1;  // -1: not checked yet
   // Stacks of the steps (step_frames), into steps (in `no` order).
   void load_stacks(int64_t tx_id, std::vector<Step>& steps);
   std::unique_ptr<Stmt> frames_stmt_;

@@ -238,5 +238,12 @@ CREATE TABLE IF NOT EXISTS agent_cpu(     -- AgentInfo.cpu_sampler, DropCounters
   sampler         TEXT,
   samples_dropped INTEGER NOT NULL DEFAULT 0
 );
+-- The agent's other losses (latest cumulative DropCounters, per process): CPU samples and stacks, not
+-- transactions. A row only once one of them is non-zero. Added within schema version 1, like agent_cpu.
+CREATE TABLE IF NOT EXISTS agent_losses(
+  agent_id         INTEGER PRIMARY KEY REFERENCES agents(id),
+  cpu_samples_lost INTEGER NOT NULL DEFAULT 0,  -- DropCounters.cpu_samples_lost: the perf ring was full
+  stacks_missed    INTEGER NOT NULL DEFAULT 0   -- DropCounters.stacks_missed: stacks wanted, not taken
+) WITHOUT ROWID;
 
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');

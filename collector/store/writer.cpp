@@ -115,6 +115,11 @@ Writer::Writer(Db& db)
                         "INSERT INTO agent_cpu(agent_id, sampler, samples_dropped) VALUES(?1,?2,?3)"
                         " ON CONFLICT(agent_id) DO UPDATE SET sampler=excluded.sampler,"
                         " samples_dropped=max(samples_dropped, excluded.samples_dropped)"),
+      agent_losses_upsert_(db,
+                           "INSERT INTO agent_losses(agent_id, cpu_samples_lost, stacks_missed) VALUES(?1,?2,?3)"
+                           " ON CONFLICT(agent_id) DO UPDATE SET"
+                           " cpu_samples_lost=max(cpu_samples_lost, excluded.cpu_samples_lost),"
+                           " stacks_missed=max(stacks_missed, excluded.stacks_missed)"),
       cpu_rows_insert_(db, "INSERT OR REPLACE INTO cpu_rows(tx_id, no, samples) VALUES(?1,?2,?3)"),
       cpu_hot_insert_(db,
                       "INSERT OR REPLACE INTO cpu_hot(tx_id, no, rank, function, module, samples)"
@@ -215,6 +220,8 @@ int64_t Writer::upsert_agent(const v1::Batch& b, int64_t now) {
   s.reset();
   if (!a.cpu_sampler().empty() || d.cpu_samples_dropped() != 0)
     agent_cpu_upsert_.bind(1, id).bind_text_or_null(2, a.cpu_sampler()).bind(3, d.cpu_samples_dropped()).run();
+  if (d.cpu_samples_lost() != 0 || d.stacks_missed() != 0)
+    agent_losses_upsert_.bind(1, id).bind(2, d.cpu_samples_lost()).bind(3, d.stacks_missed()).run();
   return id;
 }
 

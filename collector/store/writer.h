@@ -68,7 +68,7 @@ class Writer {
   Stmt cost_insert_;      // agent_cost: the agent's own cost of a transaction
   Stmt cost_units_insert_;  // agent_cost_units: once per agent instance
   Stmt find_callee_;     // an HTTP_CALL arrived: look for a callee stored before it
-  Stmt agent_cpu_upsert_, cpu_rows_insert_, cpu_hot_insert_, cpu_stacks_insert_, cpu_tx_insert_;
+  Stmt agent_cpu_upsert_, agent_losses_upsert_, cpu_rows_insert_, cpu_hot_insert_, cpu_stacks_insert_, cpu_tx_insert_;
   // False while no stored transaction has a caller: then no HTTP_CALL can have a callee yet, and the
   // per-call lookup is skipped (the common case of a service that is nobody's callee).
   bool any_callee_ = false;

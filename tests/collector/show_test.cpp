@@ -129,6 +129,21 @@ TEST(ProfileText, AStackIsPrintedUnderItsRowAtItsMessage) {
   EXPECT_FALSE(j["steps"][1].contains("stack"));
 }
 
+// The agent's CPU samples lost and stacks missed (DropCounters 9, 10): a header line and two JSON fields
+// when either is non-zero, nothing otherwise.
+TEST(ProfileText, AgentLossesShownWhenAny) {
+  Transaction t = sample();
+  EXPECT_EQ(profile_text(t, "").find("AGENT LOSSES"), std::string::npos);
+  EXPECT_FALSE(transaction_json(t).contains("agent_cpu_samples_lost"));
+  t.agent_cpu_samples_lost = 1234;
+  t.agent_stacks_missed = 2;
+  std::string p = profile_text(t, "");
+  EXPECT_NE(p.find("AGENT LOSSES   : cpu samples lost 1,234, stacks missed 2"), std::string::npos) << p;
+  auto j = transaction_json(t);
+  EXPECT_EQ(j["agent_cpu_samples_lost"], 1234);
+  EXPECT_EQ(j["agent_stacks_missed"], 2);
+}
+
 TEST(ProfileJson, FieldsAndHexIds) {
   Transaction t = sample();
   t.steps[1].id = 0x1234;

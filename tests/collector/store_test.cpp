@@ -334,6 +334,35 @@ TEST_F(StoreTest, DropCountersKeepTheLatestCumulativeValue) {
   EXPECT_EQ(count("SELECT count(*) FROM agents"), 2);
 }
 
+// DropCounters 9 and 10 (CPU samples the perf ring lost, stacks not taken): per agent in agent_losses,
+// the latest cumulative values; a transaction read back carries its process's totals.
+TEST_F(StoreTest, CpuSamplesLostAndStacksMissedKeepTheLatestCumulativeValue) {
+  v1::Batch b = full_batch();
+  write(b, 10);
+  EXPECT_EQ(count("SELECT count(*) FROM agent_losses"), 0);  // none yet: no row
+  Reader r(db_);
+  auto t = r.load(r.last(1)[0]);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->agent_cpu_samples_lost, 0);
+  EXPECT_EQ(t->agent_stacks_missed, 0);
+
+  b.clear_transactions();
+  b.mutable_drops()->set_cpu_samples_lost(7);
+  b.mutable_drops()->set_stacks_missed(3);
+  write(b, 20);
+  b.mutable_drops()->set_cpu_samples_lost(2);  // a late, older batch must not lower them
+  b.mutable_drops()->set_stacks_missed(5);
+  write(b, 30);
+  EXPECT_EQ(count("SELECT count(*) FROM agent_losses"), 1);
+  EXPECT_EQ(count("SELECT cpu_samples_lost FROM agent_losses"), 7);
+  EXPECT_EQ(count("SELECT stacks_missed FROM agent_losses"), 5);
+  Reader r2(db_);
+  t = r2.load(r2.last(1)[0]);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->agent_cpu_samples_lost, 7);
+  EXPECT_EQ(t->agent_stacks_missed, 5);
+}
+
 TEST_F(StoreTest, DropWindowsKeepOneRowPerWindowWithTheLargestCountAndWidestBounds) {
   v1::Batch b = full_batch();
   b.clear_transactions();

@@ -16,6 +16,7 @@
 using namespace txray;
 
 TEST(SelfCost, CalibrationIsPositiveOrderedAndBounded) {
+  selfcost::reset_for_test();  // another test may have set units (and marked them calibrated) before this one
   selfcost::calibrate();
   const selfcost::Units& u = selfcost::units();
   ASSERT_TRUE(u.valid());
