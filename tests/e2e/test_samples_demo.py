@@ -57,7 +57,7 @@ class DemoTest(TxrayTestCase):
         # The gRPC front's call to the back is a row of the request that made it (the Python shim; the
         # driver sends a traceparent with each call): one per front transaction, none left unattributed.
         front_calls = con.execute(
-            "SELECT t.id, count(s.id) FROM transactions t LEFT JOIN steps s ON s.tx_id = t.id AND s.kind = 'HTTP_CALL' "
+            "SELECT t.id, count(s.no) FROM transactions t LEFT JOIN steps s ON s.tx_id = t.id AND s.kind = 'HTTP_CALL' "
             "WHERE t.app = 'grpc-front' AND t.kind = 'grpc' GROUP BY t.id").fetchall()
         con.close()
         self.assertTrue(front_calls)
