@@ -10,6 +10,7 @@ so all of them are in flight at once and grpc's C core writes HEADERS from which
 transport. Checked, per front transaction: exactly one GRPC_CALL row, the one for its own k (its text
 names k, and its callee is the back transaction named by k, whose parent span is the row's span id and
 whose trace is the front's); no call row in the front's container; GAP/CPU sums exact.
+The same with grpc.aio on both sides (coroutine and async-generator handlers; 20 calls).
 With TXRAY_RUNTIME_HINTS=0 (the shim loaded but silent) the old rule holds: no row in any front
 transaction, every call unattributed and linked to its callee.
 """
@@ -91,6 +92,56 @@ SERVERS = textwrap.dedent(r"""
     server.stop(1).wait()
 """)
 
+AIO_SERVERS = textwrap.dedent(r"""
+    import asyncio, signal, sys, grpc
+    ident = lambda b: b
+    role = sys.argv[1]
+
+    async def back_unary(request, context):
+        await asyncio.sleep(0.3)
+        return b"ok " + request
+
+    async def back_stream(request, context):
+        await asyncio.sleep(0.3)
+        yield b"one"
+        yield b"two"
+
+    class Back(grpc.GenericRpcHandler):
+        def service(self, details):
+            if details.method.rsplit("/", 1)[1].startswith("S"):
+                return grpc.unary_stream_rpc_method_handler(back_stream, ident, ident)
+            return grpc.unary_unary_rpc_method_handler(back_unary, ident, ident)
+
+    class Front(grpc.GenericRpcHandler):
+        def __init__(self, target):
+            self.target = target
+            self.ch = None
+
+        def service(self, details):
+            k = int(details.method.rsplit("_", 1)[1])
+
+            async def page(request, context):
+                if self.ch is None:
+                    self.ch = grpc.aio.insecure_channel(self.target)
+                if k % 2:
+                    parts = [m async for m in self.ch.unary_stream("/t.Back/S_%d" % k, ident, ident)(request, timeout=20)]
+                    return b",".join(parts)
+                return await self.ch.unary_unary("/t.Back/U_%d" % k, ident, ident)(request, timeout=20)
+            return grpc.unary_unary_rpc_method_handler(page, ident, ident)
+
+    async def main():
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        server.add_generic_rpc_handlers((Back() if role == "back" else Front(sys.argv[2]),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        print("%s listening on grpc port %d" % (role, port), flush=True)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+        await server.stop(1)
+    asyncio.run(main())
+""")
+
 CLIENT = textwrap.dedent(r"""
     import sys, threading, grpc
     ident = lambda b: b
@@ -128,10 +179,10 @@ def calls(tx):
 
 
 class GrpcShimTest(TxrayTestCase):
-    def serve(self, role, env, *args):
+    def serve(self, role, env, *args, script=SERVERS):
         log = open(os.path.join(self.tmp, role + ".log"), "w+")
         self.addCleanup(log.close)
-        p = self.spawn([PYTHON, "-c", SERVERS, role, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+        p = self.spawn([PYTHON, "-c", script, role, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
         port = []
 
         def listening():
@@ -145,10 +196,11 @@ class GrpcShimTest(TxrayTestCase):
         wait_for(listening, 30, what=f"{role} listening")
         return p, port[0]
 
-    def run_pair(self, col, hints, n):
+    def run_pair(self, col, hints, n, script=SERVERS):
         shim = {"PYTHONPATH": SHIMS, "TXRAY_RUNTIME_HINTS": "1" if hints else "0"}
-        back, bport = self.serve("back", agent_env(col.endpoint, app="back", extra=shim))
-        front, fport = self.serve("front", agent_env(col.endpoint, app="front", extra=shim), f"127.0.0.1:{bport}")
+        back, bport = self.serve("back", agent_env(col.endpoint, app="back", extra=shim), script=script)
+        front, fport = self.serve("front", agent_env(col.endpoint, app="front", extra=shim), f"127.0.0.1:{bport}",
+                                  script=script)
         r = subprocess.run([PYTHON, "-c", CLIENT, f"127.0.0.1:{fport}", str(n)],
                            env=agent_env(col.endpoint, app="client", mode="process"),
                            capture_output=True, text=True, timeout=60)
@@ -203,6 +255,26 @@ class GrpcShimTest(TxrayTestCase):
                 check_sums(self, t)
             self.assertEqual(len(by_app["back"]), N)
             # Nothing left for the front's container (sent about once a second when it holds rows).
+            self.assertEqual(container_calls(col.db, "front"), (0, 0))
+
+    def test_aio_calls_filed_under_their_request(self):
+        # grpc.aio on both sides: coroutine handlers, calls written from the event loop.
+        n = 20
+        with Collector(self.tmp) as col:
+            by_app, by_txid = self.run_pair(col, True, n, script=AIO_SERVERS)
+            fronts = by_app["front"]
+            self.assertEqual(len(fronts), n)
+            for t in fronts:
+                k = int(t["name"].rsplit("_", 1)[1])
+                own = calls(t)
+                self.assertEqual(len(own), 1, f"{t['name']}: {[r['text'] for r in own]}")
+                method = f"/t.Back/{'S' if k % 2 else 'U'}_{k}"
+                self.assertTrue(own[0]["text"].endswith(method), f"{t['name']} holds {own[0]['text']}")
+                callee = by_txid[own[0]["callee_txid"]]
+                self.assertEqual(callee["name"], "POST " + method)
+                self.assertEqual(callee["parent_span_id"], own[0]["span_id"])
+                self.assertEqual(callee["trace_id"], t["trace_id"])
+                check_sums(self, t)
             self.assertEqual(container_calls(col.db, "front"), (0, 0))
 
     def test_without_hints_calls_stay_unattributed(self):

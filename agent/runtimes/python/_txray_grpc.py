@@ -16,7 +16,10 @@ one whose `traceparent` its context's invocation metadata holds. So:
 A call whose metadata already has a traceparent, made outside a handler, or for which the agent names no
 span, is left exactly as it was (the agent inserts its own traceparent; the row is unattributed but
 linked). Threads a handler starts itself carry the context only when run in a copy of it
-(`contextvars.copy_context().run`, as `asyncio.to_thread` does). Not covered: `grpc.aio`.
+(`contextvars.copy_context().run`, as `asyncio.to_thread` does). `grpc.aio`: the client multi-callables'
+`__call__` likewise, and a server interceptor (first in `grpc.aio.server(...)`) runs coroutine and
+async-generator handlers with their inbound request in the context (plain functions, which grpc.aio runs
+on its thread pool, are not covered).
 Nothing here may ever raise into the program.
 """
 import contextvars
@@ -140,6 +143,85 @@ def _make_interceptor(grpc):
     return TxrayServerInterceptor()
 
 
+def _make_aio_interceptor(grpc, aio):
+    import inspect
+
+    def run_coroutine(fn, req):
+        async def behavior(request, context):
+            token = _inbound.set(req)
+            try:
+                return await fn(request, context)
+            finally:
+                _inbound.reset(token)
+        return behavior
+
+    def run_async_gen(fn, req):
+        async def behavior(request, context):
+            token = _inbound.set(req)
+            try:
+                async for item in fn(request, context):
+                    yield item
+            finally:
+                _inbound.reset(token)
+        return behavior
+
+    class TxrayAioServerInterceptor(aio.ServerInterceptor):
+        async def intercept_service(self, continuation, details):
+            handler = await continuation(details)
+            if handler is None:
+                return None
+            req = _inbound_of(details.invocation_metadata)
+            if req is None:
+                return handler
+            try:
+                for name in ("unary_unary", "unary_stream", "stream_unary", "stream_stream"):
+                    fn = getattr(handler, name)
+                    if fn is None:
+                        continue
+                    # Kept as the kind it is: grpc runs a plain function on its thread pool.
+                    if inspect.iscoroutinefunction(fn):
+                        return handler._replace(**{name: run_coroutine(fn, req)})
+                    if inspect.isasyncgenfunction(fn):
+                        return handler._replace(**{name: run_async_gen(fn, req)})
+                    return handler
+            except Exception:
+                pass
+            return handler
+    return TxrayAioServerInterceptor()
+
+
+def _patch_aio(grpc):
+    """grpc.aio: its client multi-callables (`__call__`; the call is written later from the event loop,
+    which does not matter: the agent goes by the span) and an interceptor first in `grpc.aio.server`,
+    which runs coroutine and async-generator handlers with their inbound request in the context."""
+    from grpc import aio
+    from grpc.aio import _channel as aio_channel
+    for cls in list(vars(aio_channel).values()):
+        if isinstance(cls, type) and cls.__name__.endswith("MultiCallable"):
+            orig = vars(cls).get("__call__")
+            if orig is not None and not getattr(orig, "_txray_wrapped", False):
+                setattr(cls, "__call__", _wrap_call(orig))
+    orig_server = aio.server
+    if getattr(orig_server, "_txray_wrapped", False):
+        return
+    interceptor = _make_aio_interceptor(grpc, aio)
+
+    def server(*args, **kwargs):
+        # server(migration_thread_pool=None, handlers=None, interceptors=None, ...): ours goes first
+        try:
+            if len(args) >= 3:
+                args = args[:2] + ((interceptor,) + tuple(args[2] or ()),) + args[3:]
+            else:
+                kwargs["interceptors"] = (interceptor,) + tuple(kwargs.get("interceptors") or ())
+        except Exception:
+            pass
+        return orig_server(*args, **kwargs)
+    server._txray_wrapped = True
+    server.__name__ = orig_server.__name__
+    server.__doc__ = orig_server.__doc__
+    aio.server = server
+
+
 def _with_traceparent(req, metadata):
     """metadata with a traceparent naming a span of request req, or None to leave the call alone."""
     try:
@@ -196,6 +278,10 @@ def patch(grpc, hint):
         return False
     if hint(b"S") is None:      # the agent takes no span hints: leave servers alone
         return False
+    try:
+        _patch_aio(grpc)
+    except Exception:
+        pass
     if _patch_server_internals():
         return True
     orig_server = grpc.server
