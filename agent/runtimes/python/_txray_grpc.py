@@ -1,4 +1,4 @@
-"""txray runtime shim for grpcio (Python, sync API; loaded by _txray_hints.py when the program imports grpc).
+"""txray runtime shim for grpcio (Python: the sync API and grpc.aio; loaded by _txray_hints.py when the program imports grpc).
 
 A gRPC server's own outbound calls are written by grpc's C core from whichever thread holds the
 transport's lock, so the agent cannot tell from the writing thread which inbound request a call was
