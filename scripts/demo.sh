@@ -145,8 +145,10 @@ start drive-orders bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-orders-b
 DRIVERS+=("$LAST_PID")
 start drive-py-orders bash -c "while [ ! -e '$STOP_FILE' ]; do '$BIN/txray-orders-bench' --http 127.0.0.1:$PY_HTTP --channels http-json,http-xml --clients 1 --seconds 0.05 --rounds 1 >/dev/null || sleep 0.5; sleep 0.6; done"
 DRIVERS+=("$LAST_PID")
-if [ -n "$GRPC_FRONT" ]; then  # 4 concurrent gRPC calls at a time on one HTTP/2 connection, in bursts
-  start drive-grpc bash -c "while [ ! -e '$STOP_FILE' ]; do '$PYTHON' '$SRC/samples/grpc_pair/grpc_pair.py' client --target 127.0.0.1:$GRPC_FRONT --requests 40 --concurrency 4 >/dev/null || sleep 0.5; sleep 0.5; done"
+# 4 concurrent gRPC calls at a time on one HTTP/2 connection, in bursts; each with a traceparent of its own
+# (an instrumented caller), so that the front's Python shim files its call to the back under its request.
+if [ -n "$GRPC_FRONT" ]; then
+  start drive-grpc bash -c "while [ ! -e '$STOP_FILE' ]; do '$PYTHON' '$SRC/samples/grpc_pair/grpc_pair.py' client --target 127.0.0.1:$GRPC_FRONT --requests 40 --concurrency 4 --traceparent >/dev/null || sleep 0.5; sleep 0.5; done"
   DRIVERS+=("$LAST_PID")
 fi
 

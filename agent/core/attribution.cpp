@@ -9,6 +9,7 @@
 #include "config.h"
 #include "counters.h"
 #include "socket_events.h"
+#include "span_owner.h"
 #include "unattributed.h"
 
 namespace txray::attr {
@@ -153,6 +154,7 @@ void after_fork_child() {
     c.gen.fetch_add(1, std::memory_order_relaxed);
   }
   unattr::after_fork_child();
+  span_owner::after_fork_child();
 }
 
 }  // namespace txray::attr

@@ -5,6 +5,7 @@
 
 #include "counters.h"
 #include "h2_client.h"
+#include "span_owner.h"
 #include "traceparent.h"
 #include "transaction.h"
 
@@ -161,6 +162,8 @@ void H2Server::begin(uint32_t id, const h2::HeaderList& h, size_t wire, bool end
       t->parent_span_id = parsed.parent_id;
     }
   }
+  // A runtime shim may name its handler's outbound calls by this caller span (span_owner.h).
+  if (t->parent_span_id && span_owner::enabled()) st->indexed = span_owner::request_began(t);
   st->request_done = end_stream;
 }
 
@@ -178,8 +181,10 @@ void H2Server::response_headers(Stream& s, const h2::HeaderList& h) {
 
 void H2Server::finish(Stream& s, const char* error) {
   Transaction* t = s.tx;
+  bool indexed = s.indexed;
   s.tx = nullptr;
   s.id = 0;
+  s.indexed = false;
   while (used_ > 0 && streams_[used_ - 1].id == 0) --used_;
   if (!t) return;
   std::string err = error ? error : "";
@@ -197,6 +202,7 @@ void H2Server::finish(Stream& s, const char* error) {
     std::snprintf(m, sizeof m, "HTTP %d", s.status);
     err = m;
   }
+  if (indexed) span_owner::request_ended(t);  // no call named for it may be filed under it any more
   tx::end(t, s.status, err);
 }
 

@@ -59,6 +59,7 @@ class H2Server {
     uint32_t id = 0;
     Transaction* tx = nullptr;
     bool grpc = false;
+    bool indexed = false;  // span_owner.h knows it by its caller span: request_ended() before its end
     bool request_done = false;
     bool response_headers = false;
     int status = 0;

@@ -7,6 +7,7 @@
 #include "hint_protocol.h"
 #include "http_out.h"
 #include "socket_events.h"
+#include "span_owner.h"
 #include "transaction.h"
 
 namespace txray::hint {
@@ -87,6 +88,20 @@ bool apply(const Message& m, char* reply, size_t cap) {
       board::detach();
       put(reply, cap, "OK");
       return true;
+    case 'S': {
+      if (m.token == 0) {
+        span_owner::enable();
+        put(reply, cap, "OK");
+        return true;
+      }
+      if (cap < 17) {  // a span the reply cannot hold would be named for nothing
+        put(reply, cap, "NO");
+        return false;
+      }
+      uint64_t span = span_owner::name_span(m.token);
+      put_hex(reply, cap, span);
+      return span != 0;
+    }
     default:
       put(reply, cap, "NO");
       return false;

@@ -91,6 +91,9 @@ bool parse(const char* buf, size_t len, Message* m) {
     }
     case 'U':
       return p == end;
+    case 'S':
+      if (p == end) return true;  // S alone: a shim will name spans
+      return read_hex16(p, end, &m->token) && p == end && m->token != 0;
     default:
       return false;
   }

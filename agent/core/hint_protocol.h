@@ -13,6 +13,8 @@
 //   B<slots>                the buffer written is this thread's hint board (hint_board.h): outbound
 //                           sockets' owners set by plain memory stores instead of O hints
 //   U                       the board goes away
+//   S                       a shim will name outbound calls' spans: index requests by caller span
+//   S<parent>               a new span id for the request whose caller span is parent (span_owner.h)
 //
 // Tokens and handles are 16 lowercase hex digits ("0000000000000000": none). The parser is pure (no
 // state, no allocation) and fuzzed (tests/agent/fuzz/fuzz_hint_protocol.cpp); apply() does what a parsed
@@ -30,11 +32,12 @@ constexpr int kHintFd = 2147483600;
 constexpr size_t kBufferSize = 32;
 
 struct Message {
-  char op = 0;            // 'H' 'R' 'E' 'L' 'O' 'C' 'A' 'D' 'B' 'U'
+  char op = 0;            // 'H' 'R' 'E' 'L' 'O' 'C' 'A' 'D' 'B' 'U' 'S'
   int32_t fd = -1;        // R E C: the inbound connection; O: the outbound socket
   int32_t req_fd = -1;    // O: the inbound connection
   uint32_t n = 0;         // R: the request's number on its connection (0 = the one in flight); B: slots
-  uint64_t token = 0;     // E O C: the request's txid (0 = the one in flight); A D: the handle
+  uint64_t token = 0;     // E O C: the request's txid (0 = the one in flight); A D: the handle;
+                          // S: the caller span (0: S alone)
 };
 
 // Parses the message in buf[0, len) (it ends at the first NUL). False when malformed.

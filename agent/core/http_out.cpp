@@ -21,6 +21,7 @@
 #include "hint_board.h"
 #include "http_inject.h"
 #include "recorder.h"
+#include "span_owner.h"
 #include "transaction.h"
 #include "unattributed.h"
 
@@ -620,11 +621,22 @@ void CallSink::on_response(HttpCall& c, std::string_view error) {
 void H2Sink::on_request(H2Call& c, const h2::HeaderList& h) {
   if (http_out::inside_curl()) return;  // the curl hook records the transfer
   if (owner) *owner = ReqRef{};  // a connect-time owner names no stream of a multiplexed connection
-  Transaction* tx = http_out::h2_call_tx();
-  if (!tx) return;
+  // A span a runtime shim named for one of this process's requests (the program's own traceparent
+  // carries it): the row is that request's, whichever thread writes it (span_owner.h).
   // Unnested: the streams one thread writes overlap without nesting (gRPC's C core writes many callers'
   // HEADERS from one thread); nested, the first to end closed the others (a 400 ms call shown as 211 ms).
-  c.step = rec::open_unnested(tx, StepKind::HTTP_CALL);
+  if (c.span_id && span_owner::enabled() && !tx::process_transaction()) {
+    if (Transaction* mine = span_owner::take(c.span_id)) {
+      c.step = rec::open_unnested(mine, StepKind::HTTP_CALL);  // nothing when the request has ended meanwhile
+      if (c.step) c.step.held = span_owner::generation();
+      else span_owner::release(mine);
+    }
+  }
+  if (!c.step) {
+    Transaction* tx = http_out::h2_call_tx();
+    if (!tx) return;
+    c.step = rec::open_unnested(tx, StepKind::HTTP_CALL);
+  }
   if (!c.step) return;
   if (!c.span_id) c.span_id = rec::new_id();
   rec::set_id(c.step, c.span_id);
@@ -651,6 +663,14 @@ void H2Sink::on_first_byte(H2Call& c) {
 }
 
 void H2Sink::on_response(H2Call& c, std::string_view error) {
+  // A row filed under a shim-named request holds a reference on it: given back once the row is done.
+  struct Held {
+    StepRef& s;
+    ~Held() {
+      if (s.held && s.held == span_owner::generation()) span_owner::release(s.tx);
+      s.held = 0;
+    }
+  } held{c.step};
   if (!http_out::live(c.step)) return;
   rec::set_status(c.step, c.status);
   rec::add_bytes(c.step, c.response_bytes, c.request_bytes);

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "counters.h"
 #include "ids.h"
+#include "span_owner.h"
 #include "stack_capture.h"
 #include "step_rows.h"
 #include "transaction.h"
@@ -123,6 +124,7 @@ bool in_recorder() { return t_in_recorder; }
 
 bool usable(const StepRef& s) {
   if (!s.tx) return false;
+  if (s.held) return s.held == span_owner::generation();  // its lock is taken (the transaction is mt)
   if (unattr::is_container(s.tx) || s.tx == attr::current()) return true;
   return s.req_fd >= 0 && attr::resolve(ReqRef{s.req_fd, s.txid}) == s.tx;
 }

@@ -75,6 +75,10 @@ struct StepRef {
   int32_t index = -1;        // position in the transaction's step list while it is live
   int32_t req_fd = -1;       // the transaction's inbound connection (lets an event loop find it later)
   uint64_t start_mono_ns = 0;
+  // Non-zero: whoever holds this ref also holds a reference on tx (an HTTP/2 call filed under the request
+  // a runtime shim named, span_owner.h), so it stays usable from any thread; the value is the fork
+  // generation it was taken in (span_owner::generation()).
+  uint32_t held = 0;
   explicit operator bool() const { return tx != nullptr; }
 };
 
@@ -105,7 +109,8 @@ bool in_recorder();
 
 // True when s may be used from the calling thread now: its transaction is the one current() returns,
 // or a request of this thread still in flight (a call opened while an event loop handled its request,
-// whose response is read later), or the unattributed container.
+// whose response is read later), or the unattributed container,
+// or a ref whose holder keeps its transaction alive (StepRef::held, taken in this process).
 bool usable(const StepRef& s);
 
 // Opens a call step of `kind` at now and makes it the parent of steps opened until it is closed.

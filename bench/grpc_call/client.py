@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/grpc_call's client: CALLS unary calls /demo.Back/Get on one channel (one HTTP/2 connection),
-CONC at a time, after a warm-up (over TLS when a CA file is given: client.py TARGET CALLS CONC [CA]); prints "ns_per_call <wall ns per call> cpu_ns_per_call <process CPU ns per call>"."""
+CONC at a time (GRPC_METHOD: another method, e.g. /demo.Front/Page), after a warm-up (over TLS when a CA file is given: client.py TARGET CALLS CONC [CA]); prints "ns_per_call <wall ns per call> cpu_ns_per_call <process CPU ns per call>"."""
 import concurrent.futures
+import os
 import sys
 import time
 
@@ -15,7 +16,7 @@ if len(sys.argv) > 4:
 else:
     ch = grpc.insecure_channel(target)
 grpc.channel_ready_future(ch).result(timeout=20)
-get = ch.unary_unary("/demo.Back/Get", request_serializer=ident, response_deserializer=ident)
+get = ch.unary_unary(os.environ.get("GRPC_METHOD", "/demo.Back/Get"), request_serializer=ident, response_deserializer=ident)
 for _ in range(50):
     get(b"warm", timeout=20)
 per = calls // conc

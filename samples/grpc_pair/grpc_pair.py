@@ -5,7 +5,7 @@ back once per request, and a client that drives either.
     grpc_pair.py back   [--listen 127.0.0.1:0] [--tls CERT KEY]
     grpc_pair.py front  [--listen 127.0.0.1:0] --back HOST:PORT
     grpc_pair.py client --target HOST:PORT [--method M] [--requests N] [--concurrency C] [--seconds S]
-                        [--tls-ca CERT]
+                        [--tls-ca CERT] [--traceparent]
 
 Services (full method names as they appear on the wire and in txray):
     /demo.Back/Get      unary: "item <key>" (2 ms; 400 ms for keys "slow-…"; key "missing" fails with NOT_FOUND)
@@ -16,10 +16,14 @@ Services (full method names as they appear on the wire and in txray):
 Messages are plain UTF-8 bytes (grpc's generic handlers with identity serializers), so the sample needs no
 generated stubs; on the wire it is ordinary gRPC over HTTP/2 (h2c, one channel = one connection; with
 --tls / --tls-ca, HTTP/2 over TLS with ALPN h2).
-Each server prints "<role> listening on grpc port N" once it serves.
+Each server prints "<role> listening on grpc port N" once it serves. `client --traceparent` sends each call
+with a W3C traceparent of its own (a new trace per call), as an instrumented caller would: a front under
+txray with its Python shim then files its call to the back under the request that made it
+(docs/http2.md, "Which request a call belongs to").
 """
 import argparse
 import concurrent.futures
+import os
 import signal
 import sys
 import threading
@@ -114,12 +118,15 @@ def client(args):
     def one(i):
         nonlocal ok, failed
         payload = (args.payload or str(i)).encode()
+        md = None
+        if args.traceparent:
+            md = (("traceparent", "00-%s-%s-01" % (os.urandom(16).hex(), os.urandom(8).hex())),)
         try:
             if streaming:
-                n = sum(1 for _ in call(payload, timeout=20))
+                n = sum(1 for _ in call(payload, timeout=20, metadata=md))
                 assert n >= 0
             else:
-                call(payload, timeout=20)
+                call(payload, timeout=20, metadata=md)
             with lock:
                 ok += 1
         except grpc.RpcError as e:
@@ -161,6 +168,7 @@ def main():
     c.add_argument("--seconds", type=float, default=0)
     c.add_argument("--verbose", action="store_true")
     c.add_argument("--tls-ca")
+    c.add_argument("--traceparent", action="store_true", help="send each call with a traceparent of its own")
     args = ap.parse_args()
     if args.role == "back":
         serve("back", args.listen, Back().handler(), args.tls)

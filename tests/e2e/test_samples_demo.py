@@ -54,7 +54,14 @@ class DemoTest(TxrayTestCase):
         apps = {a for (a,) in con.execute("SELECT DISTINCT app FROM transactions")}
         # The drivers finish their requests before the services stop: nothing is cut off into an error.
         failed = con.execute("SELECT app, name, error FROM transactions WHERE error IS NOT NULL LIMIT 5").fetchall()
+        # The gRPC front's call to the back is a row of the request that made it (the Python shim; the
+        # driver sends a traceparent with each call): one per front transaction, none left unattributed.
+        front_calls = con.execute(
+            "SELECT t.id, count(s.no) FROM transactions t LEFT JOIN steps s ON s.tx_id = t.id AND s.kind = 'HTTP_CALL' "
+            "WHERE t.app = 'grpc-front' AND t.kind = 'grpc' GROUP BY t.id").fetchall()
         con.close()
+        self.assertTrue(front_calls)
+        self.assertEqual({n for _, n in front_calls}, {1}, "a grpc-front transaction without its call to the back")
         self.assertEqual(failed, [])
         self.assertEqual(apps, {"relay", "relay-backend", "orders", "py-orders", "grpc-front", "grpc-back"})
         if os.path.exists(os.path.join(BUILD_DIR, "bin", "txray-viewer")):

@@ -23,6 +23,8 @@ What it does (only once `asyncio` is imported; never per callback):
 - `loop.run_in_executor` (and so `asyncio.to_thread`, and the loop's `getaddrinfo`): `C<fd>` on the loop
   thread captures the request, the worker runs the function between `A<handle>` and `D<handle>`; a
   function that never runs has its capture released from the loop (`D` is sent exactly once).
+And when the program imports grpc (unless TXRAY_GRPC_HINTS=0): _txray_grpc.py, which names a gRPC
+server's outbound calls by the inbound request they were made for (hint `S`).
 Nothing here may ever raise into the program: a hint that cannot be sent is skipped.
 """
 import errno
@@ -289,10 +291,15 @@ def _patch_asyncio():
 
 class _AsyncioWatcher:
     """A one-shot meta path finder: patches asyncio right after it is first imported (so programs that
-    never use asyncio never import it because of txray)."""
+    never use asyncio never import it because of txray). With another name and patch function: the same
+    for that module (grpc)."""
+
+    def __init__(self, module="asyncio", patch=None):
+        self.module = module
+        self.patch = patch or (lambda m: _patch_asyncio())
 
     def find_spec(self, name, path=None, target=None):
-        if name != "asyncio":
+        if name != self.module:
             return None
         try:
             sys.meta_path.remove(self)
@@ -305,10 +312,12 @@ class _AsyncioWatcher:
         loader = spec.loader
         orig_exec = loader.exec_module
 
+        patch = self.patch
+
         def exec_module(module):
             orig_exec(module)
             try:
-                _patch_asyncio()
+                patch(module)
             except Exception:
                 pass
         loader.exec_module = exec_module
@@ -327,3 +336,23 @@ def install():
         _patch_asyncio()
     else:
         sys.meta_path.insert(0, _AsyncioWatcher())
+    if os.environ.get("TXRAY_GRPC_HINTS") == "0":
+        return
+    if "grpc" in sys.modules:
+        _patch_grpc(sys.modules["grpc"])
+    else:
+        sys.meta_path.insert(0, _AsyncioWatcher("grpc", _patch_grpc))
+
+
+def _patch_grpc(grpc):
+    """grpcio: a server's outbound calls carry the span of the inbound request they were made for
+    (_txray_grpc.py, next to this file)."""
+    if not _active:
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    try:
+        import _txray_grpc
+    finally:
+        sys.path.remove(here)
+    _txray_grpc.patch(grpc, _hint)

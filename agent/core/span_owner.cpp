@@ -1,0 +1,271 @@
+#include "span_owner.h"
+
+#include <sched.h>
+
+#include <atomic>
+
+#include "counters.h"
+#include "ids.h"
+#include "transaction.h"
+
+namespace txray::span_owner {
+namespace {
+
+enum : uint8_t { kFree = 0, kRequest = 1, kSpan = 2 };
+
+// One slot of an open-addressing table (linear probing, deletion by backward shift), keyed by
+// (kind, id): a request by its caller span P, a named span by S.
+struct Entry {
+  uint64_t key = 0;
+  Transaction* t = nullptr;  // holds a reference; nullptr: a caller span shared by two requests
+  uint64_t parent = 0;       // span entries: the request's caller span
+  uint32_t live = 0;         // request entries: requests in flight with this caller span
+  uint32_t spans = 0;        // request entries: span entries named and not taken
+  uint8_t kind = kFree;
+};
+
+Entry g_slots[kSlots];
+size_t g_used = 0;
+std::atomic<bool> g_enabled{false};
+std::atomic<uint32_t> g_generation{1};
+
+std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
+std::atomic<uint32_t> g_holder{0};
+
+struct Counts {
+  std::atomic<uint64_t> requests{0}, ambiguous{0}, named{0}, unknown{0}, taken{0}, expired{0}, full{0};
+} g_counts;
+
+void count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
+
+// The table's lock. Held for a few hash probes (a scan of the table only when a request ends with spans
+// still named for it): a thread that finds it taken yields and retries; the holder being this very
+// thread (a signal handler interrupted it) gives up at once. Giving up is counted; the callers then
+// leave the call unattributed, as without a shim.
+class Locked {
+ public:
+  explicit Locked(int tries) {
+    uint32_t me = tx::this_tid();
+    for (int i = 0; i < tries; ++i) {
+      if (!g_busy.test_and_set(std::memory_order_acquire)) {
+        g_holder.store(me, std::memory_order_relaxed);
+        ok_ = true;
+        return;
+      }
+      if (g_holder.load(std::memory_order_relaxed) == me) break;
+      if (i >= 8) sched_yield();
+    }
+    count(g_counts.full);
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Locked() {
+    if (ok_) {
+      g_holder.store(0, std::memory_order_relaxed);
+      g_busy.clear(std::memory_order_release);
+    }
+  }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+  explicit operator bool() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+size_t home(uint64_t key, uint8_t kind) {
+  uint64_t h = (key ^ (uint64_t(kind) << 61)) * 0x9e3779b97f4a7c15ull;
+  return size_t(h >> 52) & (kSlots - 1);  // 4096 slots: the top 12 bits
+}
+static_assert(kSlots == 4096, "home() takes 12 bits");
+
+Entry* find(uint64_t key, uint8_t kind) {
+  for (size_t i = home(key, kind), n = 0; n < kSlots; i = (i + 1) & (kSlots - 1), ++n) {
+    Entry& e = g_slots[i];
+    if (e.kind == kFree) return nullptr;
+    if (e.kind == kind && e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+Entry* insert(uint64_t key, uint8_t kind) {
+  if (g_used >= kMaxEntries) return nullptr;
+  for (size_t i = home(key, kind);; i = (i + 1) & (kSlots - 1)) {
+    Entry& e = g_slots[i];
+    if (e.kind == kFree) {
+      e = Entry{};
+      e.key = key;
+      e.kind = kind;
+      ++g_used;
+      return &e;
+    }
+  }
+}
+
+// Removes e and shifts later entries of its probe run back (no tombstones).
+void erase(Entry* e) {
+  size_t hole = size_t(e - g_slots);
+  g_slots[hole] = Entry{};
+  --g_used;
+  for (size_t i = (hole + 1) & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+    Entry& x = g_slots[i];
+    if (x.kind == kFree) return;
+    size_t h = home(x.key, x.kind);
+    // x may move into the hole when its home is not in (hole, i] (cyclically).
+    bool stays = hole <= i ? (hole < h && h <= i) : (hole < h || h <= i);
+    if (stays) continue;
+    g_slots[hole] = x;
+    x = Entry{};
+    hole = i;
+  }
+}
+
+// Drops a reference held by the table. Never the last one for a request still indexed (its owner's
+// is dropped in tx::end, after request_ended); a request whose end was missed (the lock refused) may
+// be handed to the sink from here, which only queues it.
+void unref(Transaction* t) {
+  if (t) tx::unref(t);
+}
+
+}  // namespace
+
+void enable() { g_enabled.store(true, std::memory_order_relaxed); }
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+bool request_began(Transaction* t) {
+  if (!t || !t->parent_span_id || !enabled()) return false;
+  // Recorded into from other threads from now on (rows of calls its handler made): its lock, and no
+  // nesting of one thread's calls under another's. Set before the table makes it visible.
+  t->mt = true;
+  t->flat = true;
+  Locked lock(4096);
+  if (!lock) return false;
+  if (Entry* e = find(t->parent_span_id, kRequest)) {
+    // Another request in flight has the same caller span: from now on neither can be told apart.
+    Transaction* was = e->t;
+    e->t = nullptr;
+    e->live += 1;
+    count(g_counts.ambiguous);
+    unref(was);
+    return true;
+  }
+  Entry* e = insert(t->parent_span_id, kRequest);
+  if (!e) {
+    count(g_counts.full);
+    return false;
+  }
+  t->refs.fetch_add(1, std::memory_order_acq_rel);
+  e->t = t;
+  e->live = 1;
+  count(g_counts.requests);
+  return true;
+}
+
+void request_ended(Transaction* t) {
+  if (!t) return;
+  // Must not be missed (the entry would hold the request back from the sink): the holder is another
+  // thread for a few probes, so this waits longer than the others before it gives up.
+  Locked lock(1 << 20);
+  if (!lock) return;
+  uint64_t parent = t->parent_span_id;
+  Entry* e = find(parent, kRequest);
+  if (!e) return;
+  if (e->spans > 0) {
+    // Spans named for t whose calls were never written (a call that failed before it was sent): gone.
+    for (size_t i = 0; i < kSlots;) {
+      Entry& x = g_slots[i];
+      if (x.kind == kSpan && x.t == t) {
+        unref(x.t);
+        count(g_counts.expired);
+        erase(&x);  // the next entry may have moved here: look at slot i again
+        continue;
+      }
+      ++i;
+    }
+    e = find(parent, kRequest);  // erase() may have moved it
+    if (!e) return;
+    uint32_t left = 0;
+    for (size_t i = 0; i < kSlots; ++i) left += g_slots[i].kind == kSpan && g_slots[i].parent == parent;
+    e->spans = left;
+  }
+  if (e->t == t) {
+    e->t = nullptr;
+    unref(t);
+  }
+  if (e->live > 0) e->live -= 1;
+  // Shared caller spans stay refused while any of their requests is in flight.
+  if (e->live == 0 && e->spans == 0) erase(e);
+}
+
+uint64_t name_span(uint64_t parent) {
+  if (!parent || !enabled()) return 0;
+  Locked lock(4096);
+  if (!lock) return 0;
+  Entry* r = find(parent, kRequest);
+  if (!r || !r->t) {
+    count(g_counts.unknown);
+    return 0;
+  }
+  Transaction* t = r->t;
+  uint64_t span = 0;
+  for (int i = 0; i < 4 && !span; ++i) {
+    span = ids::next();
+    if (find(span, kSpan)) span = 0;
+  }
+  Entry* s = span ? insert(span, kSpan) : nullptr;
+  if (!s) {
+    count(g_counts.full);
+    return 0;
+  }
+  t->refs.fetch_add(1, std::memory_order_acq_rel);
+  s->t = t;
+  s->parent = parent;
+  r->spans += 1;
+  count(g_counts.named);
+  return span;
+}
+
+Transaction* take(uint64_t span) {
+  if (!span || !enabled()) return nullptr;
+  Locked lock(4096);
+  if (!lock) return nullptr;
+  Entry* s = find(span, kSpan);
+  if (!s) return nullptr;
+  Transaction* t = s->t;
+  uint64_t parent = s->parent;
+  erase(s);
+  if (Entry* r = find(parent, kRequest)) {
+    if (r->spans > 0) r->spans -= 1;
+    if (r->live == 0 && r->spans == 0) erase(r);
+  }
+  count(g_counts.taken);
+  return t;  // the entry's reference goes to the caller
+}
+
+void release(Transaction* t) { unref(t); }
+
+uint32_t generation() { return g_generation.load(std::memory_order_relaxed); }
+
+void after_fork_child() {
+  // The parent's requests are not this process's: forgotten without a release (never ended here).
+  for (size_t i = 0; i < kSlots; ++i) g_slots[i] = Entry{};
+  g_used = 0;
+  g_busy.clear(std::memory_order_relaxed);  // a thread of the parent may have held it at fork time
+  g_holder.store(0, std::memory_order_relaxed);
+  uint32_t g = g_generation.load(std::memory_order_relaxed) + 1;
+  g_generation.store(g == 0 ? 1 : g, std::memory_order_relaxed);
+}
+
+Stats stats() {
+  Stats s;
+  s.requests = g_counts.requests.load(std::memory_order_relaxed);
+  s.ambiguous = g_counts.ambiguous.load(std::memory_order_relaxed);
+  s.named = g_counts.named.load(std::memory_order_relaxed);
+  s.unknown = g_counts.unknown.load(std::memory_order_relaxed);
+  s.taken = g_counts.taken.load(std::memory_order_relaxed);
+  s.expired = g_counts.expired.load(std::memory_order_relaxed);
+  s.full = g_counts.full.load(std::memory_order_relaxed);
+  if (Locked lock(4096); lock) s.entries = g_used;
+  return s;
+}
+
+}  // namespace txray::span_owner
