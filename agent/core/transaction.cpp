@@ -4,7 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "cpu_sampler.h"
 #include "perf_sampler.h"
@@ -139,27 +141,58 @@ Transaction* fresh_transaction() {
 
 }  // namespace
 
+// Every member back to its default, in place (issue 14: destroying and constructing the whole
+// Transaction cost the agent thread ~500 instructions per request). The static_assert below stops the
+// build when the struct changes size: a new member must be reset here too.
+void reset(Transaction* t) {
+  static_assert(sizeof(Transaction) == 824 || sizeof(void*) != 8, "Transaction changed: reset() must reset its new members");
+  auto keep = [](auto& v, size_t cap) {  // emptied; its capacity kept only when small
+    if (v.capacity() <= cap) v.clear();
+    else std::remove_reference_t<decltype(v)>().swap(v);
+  };
+  t->txid = 0;
+  std::memset(t->trace_id, 0, sizeof t->trace_id);
+  t->parent_span_id = 0;
+  keep(t->name, kKeepText);
+  keep(t->kind, kKeepText);
+  t->start_unix_ns = t->elapsed_ns = t->cpu_ns = 0;
+  t->totals = Totals{};
+  keep(t->client_addr, kKeepText);
+  t->status = 0;
+  keep(t->error, kKeepText);
+  t->bytes_read = t->bytes_written = 0;
+  t->tid = 0;
+  keep(t->steps, kKeepSteps);
+  keep(t->summary, 0);
+  keep(t->attrs, kKeepAttrs);
+  t->agent_cost_ns = t->agent_thread_ns = 0;
+  t->io_calls = 0;
+  t->shared = t->mt = t->flat = t->finished = false;
+  t->req_fd = -1;
+  t->refs.store(1, std::memory_order_relaxed);
+  // mu: unlocked (nobody holds a finished transaction's lock)
+  t->start_mono_ns = t->last_row_mono_ns = t->last_row_cpu_ns = 0;
+  t->last_row_tid = 0;
+  t->rows = 0;
+  t->max_rows = 1000;
+  t->next_seq = 0;
+  t->depth = 0;  // stack/stack_tid: meaningful only below depth
+  t->owner_slot = nullptr;
+  t->cpu_buf = nullptr;
+  keep(t->cpu_samples, 0);
+  t->cpu_samples_dropped = 0;
+  keep(t->cpu_profile.rows, 0);
+  keep(t->cpu_profile.stacks, 0);
+  t->cpu_ring = nullptr;
+  t->cpu_ring_gen = 0;
+  t->cpu_end_mono_ns = 0;
+  t->cpu_contended = false;
+}
+
 void recycle(Transaction* t) {
   if (!t) return;
-  std::vector<Step> steps;
-  std::vector<Attr> attrs;
-  std::string name, client;
-  if (t->steps.capacity() <= kKeepSteps) steps.swap(t->steps);
-  if (t->attrs.capacity() <= kKeepAttrs) attrs.swap(t->attrs);
-  if (t->name.capacity() <= kKeepText) name.swap(t->name);
-  if (t->client_addr.capacity() <= kKeepText) client.swap(t->client_addr);
-  steps.clear();
-  attrs.clear();
-  name.clear();
-  client.clear();
   cpu::perf::release(t);  // a transaction dropped before the agent thread gave it its samples
-  // Every member back to its default, whatever members the struct grows: destroyed and made again.
-  t->~Transaction();
-  new (t) Transaction;
-  t->steps.swap(steps);
-  t->attrs.swap(attrs);
-  t->name.swap(name);
-  t->client_addr.swap(client);
+  reset(t);
   if (!pool().push(t)) delete t;
 }
 

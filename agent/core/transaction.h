@@ -178,7 +178,7 @@ void set_sink(Sink s);
 void unref(Transaction* t);
 
 // Gives a finished transaction back once it was sent (or dropped), instead of deleting it: it is made
-// new again (every member back to its default), keeping only the capacity of its step and attribute
+// new again in place (every member back to its default, transaction.cpp: reset()), keeping only the capacity of its step and attribute
 // lists and of its name and client address, and kept in a bounded pool that begin() takes from, so a
 // transaction with few rows costs the host thread no heap allocation and the agent thread no free
 // (issue 14). Pool full: deleted. Any thread.
