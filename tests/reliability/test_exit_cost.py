@@ -15,6 +15,14 @@ CHILDREN = int(os.environ.get("TXRAY_REL_CHILDREN", "300"))
 
 class ExitCost(TxrayTestCase):
     def test_forked_children_with_the_collector_down(self):
+        # Under each CPU sampler: the perf sampler costs a short-lived child more (its first transaction
+        # opens a perf event and the kernel allocates and maps its ring: 2.4-2.8x CPU quiet, against
+        # 2.2-2.3x with the signal sampler's timer; docs/reliability.md), so it has a bound of its own.
+        for sampler, bound in (("signal", 3.0), ("perf", 4.0)):
+            with self.subTest(sampler=sampler):
+                self.forked_children(sampler, bound)
+
+    def forked_children(self, sampler, bound):
         down = f"tcp://127.0.0.1:{free_port()}"  # nobody listens there
         argv = [subject("forker"), str(CHILDREN)]
         # Best of three runs each, interleaved. The wall time is the issue's figure, but on a shared machine
@@ -25,16 +33,16 @@ class ExitCost(TxrayTestCase):
             wall, cpu, _ = timed(argv, bare_env())
             bare_wall.append(wall)
             bare_cpu.append(cpu)
-            wall, cpu, r = timed(argv, agent_env(down, app="forker"))
+            wall, cpu, r = timed(argv, agent_env(down, app="forker", extra={"TXRAY_CPU_SAMPLER": sampler}))
             self.assertEqual((r.returncode, r.stdout), (0, f"served {CHILDREN}\n".encode()), r.stderr)
             traced_wall.append(wall)
             traced_cpu.append(cpu)
         bw, tw, bc, tc = min(bare_wall), min(traced_wall), min(bare_cpu), min(traced_cpu)
-        print(f"\n{CHILDREN} forked children, collector down: wall bare {bw:.2f} s, agent {tw:.2f} s ({tw / bw:.2f}x); "
-              f"CPU bare {bc:.2f} s, agent {tc:.2f} s ({tc / bc:.2f}x)")
-        # The issue asks for 2x wall; measured 1.9x-3.9x wall and about 2x CPU on the loaded development
-        # VM (docs/reliability.md): the test holds a generous 3x on CPU and prints both.
-        self.assertLess(tc, 3 * bc)
+        print(f"\n{CHILDREN} forked children, collector down, {sampler} sampler: wall bare {bw:.2f} s, agent {tw:.2f} s "
+              f"({tw / bw:.2f}x); CPU bare {bc:.2f} s, agent {tc:.2f} s ({tc / bc:.2f}x)")
+        # The issue asks for 2x wall; measured 1.9x-3.9x wall and 2.0x-2.8x CPU on the loaded development
+        # VM (docs/reliability.md): the test holds a generous bound on CPU and prints both.
+        self.assertLess(tc, bound * bc)
 
     def test_children_that_exit_without_closing_their_connection(self):
         def run(endpoint):
