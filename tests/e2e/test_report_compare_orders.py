@@ -84,8 +84,11 @@ class OrdersCompareTest(TxrayTestCase):
         connect = [p for p in cmp["parts"] if p["part"] == "waiting" and p["key"] == "DB_CONNECT"]
         self.assertEqual(len(connect), 1, describe(cmp))
         self.assertGreater(connect[0]["contribution_ms"], 0, describe(cmp))
-        # the pooled service connects once per serving thread, the unpooled one on every request
-        self.assertLess(connect[0]["baseline_ms"] * 5, connect[0]["current_ms"], describe(cmp))
+        # the pooled service connects once per serving thread, the unpooled one on every request: counted
+        # per transaction (a SQLite connect is a file open of a few µs, so its mean time per transaction
+        # is not a steady sign on a loaded machine: CI saw 0.0155 pooled vs 0.0216 ms unpooled once)
+        self.assertLess(connect[0]["baseline_per_tx"] * 5, connect[0]["current_per_tx"], describe(cmp))
+        self.assertGreaterEqual(connect[0]["current_per_tx"], 1, describe(cmp))
         self.assertEqual((cmp["appeared"]["sql"], cmp["appeared"]["calls"]), ([], []))  # the same statements
 
     def test_pooling_on_postgresql(self):
