@@ -205,10 +205,13 @@ def _patch_aio(grpc):
     orig_server = aio.server
     if getattr(orig_server, "_txray_wrapped", False):
         return
-    interceptor = _make_aio_interceptor(grpc, aio)
+    aio.server = _server_with_interceptor(orig_server, _make_aio_interceptor(grpc, aio))
 
+
+def _server_with_interceptor(orig_server, interceptor):
+    """orig_server (grpc.server or grpc.aio.server), with interceptor put first. Both take
+    (pool, handlers=None, interceptors=None, ...): the interceptors are the third argument."""
     def server(*args, **kwargs):
-        # server(migration_thread_pool=None, handlers=None, interceptors=None, ...): ours goes first
         try:
             if len(args) >= 3:
                 args = args[:2] + ((interceptor,) + tuple(args[2] or ()),) + args[3:]
@@ -220,7 +223,7 @@ def _patch_aio(grpc):
     server._txray_wrapped = True
     server.__name__ = orig_server.__name__
     server.__doc__ = orig_server.__doc__
-    aio.server = server
+    return server
 
 
 def _with_traceparent(req, metadata):
@@ -288,20 +291,5 @@ def patch(grpc, hint):
     orig_server = grpc.server
     if getattr(orig_server, "_txray_wrapped", False):
         return True
-    interceptor = _make_interceptor(grpc)
-
-    def server(*args, **kwargs):
-        # server(thread_pool, handlers=None, interceptors=None, ...): ours goes first
-        try:
-            if len(args) >= 3:
-                args = args[:2] + ((interceptor,) + tuple(args[2] or ()),) + args[3:]
-            else:
-                kwargs["interceptors"] = (interceptor,) + tuple(kwargs.get("interceptors") or ())
-        except Exception:
-            pass
-        return orig_server(*args, **kwargs)
-    server._txray_wrapped = True
-    server.__name__ = orig_server.__name__
-    server.__doc__ = orig_server.__doc__
-    grpc.server = server
+    grpc.server = _server_with_interceptor(orig_server, _make_interceptor(grpc))
     return True
