@@ -1,5 +1,9 @@
 #include "clock.h"
 
+#include <linux/perf_event.h>
+
+#include <atomic>
+#include <cerrno>
 #include <ctime>
 
 namespace txray::clock {
@@ -16,12 +20,106 @@ uint64_t real_process_cpu() { return read(CLOCK_PROCESS_CPUTIME_ID); }
 
 Source g_src{real_mono, real_thread_cpu, real_process_cpu};
 
+// -1 undecided, 0 off (configured off, or the kernel did not rewrite the page at a sched-in), 1 verified.
+std::atomic<int> g_state{-1};
+
+// One thread's anchor (see clock.h). Written by its own thread only; `anchored` is cleared first and set
+// last, so that a signal handler recording a row in the middle of an update takes the system call.
+struct Anchor {
+  const perf_event_mmap_page* page = nullptr;
+  uint32_t lock = 0;
+  bool anchored = false;
+  uint64_t cpu = 0;   // thread CPU time at the anchor
+  uint64_t mono = 0;  // CLOCK_MONOTONIC read just after it
+  uint64_t last = 0;  // the last value handed out: values never go back
+};
+thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
+
+uint32_t page_lock(const perf_event_mmap_page* p) {
+  return __atomic_load_n(&p->lock, __ATOMIC_ACQUIRE);
+}
+
+// Sleeps ~60 us (a real sched-out and sched-in) and says whether the page's sequence moved.
+bool rewritten_at_sched_in(const perf_event_mmap_page* p) {
+  int saved = errno;
+  uint32_t before = page_lock(p);
+  timespec ts{0, 1000};
+  for (int i = 0; i < 3 && page_lock(p) == before; ++i) nanosleep(&ts, nullptr);  // a signal: try again
+  bool moved = page_lock(p) != before;
+  errno = saved;
+  return moved;
+}
+
 }  // namespace
 
 uint64_t mono_ns() { return g_src.mono(); }
 uint64_t thread_cpu_ns() { return g_src.thread_cpu(); }
 uint64_t process_cpu_ns() { return g_src.process_cpu(); }
 uint64_t unix_ns() { return read(CLOCK_REALTIME); }
+
+uint64_t thread_cpu_ns_at(uint64_t now, bool* syscall) {
+  Anchor& a = t_anchor;
+  if (!a.page || g_src.thread_cpu != real_thread_cpu || g_src.mono != real_mono) {
+    *syscall = g_src.thread_cpu == real_thread_cpu;
+    return g_src.thread_cpu();
+  }
+  uint32_t seq = page_lock(a.page);
+  if (a.anchored && seq == a.lock && now >= a.mono) {
+    uint64_t v = a.cpu + (now - a.mono);
+    if (v < a.last) v = a.last;
+    a.last = v;
+    *syscall = false;
+    return v;
+  }
+  a.anchored = false;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  uint64_t cpu = real_thread_cpu();
+  uint64_t mono = real_mono();
+  if (cpu < a.last) cpu = a.last;
+  a.lock = seq;  // read before the system call: a switch during it re-anchors at the next read
+  a.cpu = cpu;
+  a.mono = mono;
+  a.last = cpu;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  a.anchored = true;
+  *syscall = true;
+  return cpu;
+}
+
+void configure_switch_checked(bool enabled) {
+  if (!enabled) g_state.store(0, std::memory_order_release);
+}
+
+int switch_checked_state() { return g_state.load(std::memory_order_acquire); }
+
+void set_thread_switch_page(const void* page) {
+  Anchor& a = t_anchor;
+  a.anchored = false;
+  if (!page) {
+    a.page = nullptr;
+    return;
+  }
+  auto* p = static_cast<const perf_event_mmap_page*>(page);
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == 0) return;
+  if (state < 0) {
+    // Each thread that finds it undecided checks for itself (only the first few ever do).
+    bool ok = rewritten_at_sched_in(p);
+    int expected = -1;
+    g_state.compare_exchange_strong(expected, ok ? 1 : 0, std::memory_order_acq_rel);
+    if (!ok) {
+      g_state.store(0, std::memory_order_release);
+      return;
+    }
+    if (g_state.load(std::memory_order_acquire) != 1) return;
+  }
+  a.page = p;
+}
+
+void forget_thread_page() {
+  t_anchor.page = nullptr;
+  t_anchor.anchored = false;
+}
 
 void set_clocks_for_test(const Source& s) {
   g_src.mono = s.mono ? s.mono : real_mono;

@@ -106,6 +106,11 @@ Config parse_config(const char* (*get)(const char*)) {
     else if (!std::strcmp(v, "signal")) c.cpu_sampler = Config::CpuSampler::signal;
     else c.problems += std::string("TXRAY_CPU_SAMPLER='") + v + "' is not auto|perf|signal; ";
   }
+  if (const char* v = get("TXRAY_CPU_CLOCK"); v && *v) {
+    if (!std::strcmp(v, "auto")) c.fast_cpu_clock = true;
+    else if (!std::strcmp(v, "syscall")) c.fast_cpu_clock = false;
+    else c.problems += std::string("TXRAY_CPU_CLOCK='") + v + "' is not auto|syscall; ";
+  }
   if (const char* v = get("TXRAY_CPU_STACK_KB"); v && *v && !parse_u32(v, 1, 60, &c.cpu_stack_kb))
     c.problems += std::string("TXRAY_CPU_STACK_KB='") + v + "' is not a number in 1..60; ";
   if (const char* v = get("TXRAY_STACKS"); v && *v && !std::strcmp(v, "0")) c.stacks = false;

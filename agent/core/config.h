@@ -33,6 +33,10 @@ struct Config {
   enum class CpuSampler : uint8_t { automatic, perf, signal };
   CpuSampler cpu_sampler = CpuSampler::automatic;
   uint32_t cpu_stack_kb = 8;                       // TXRAY_CPU_STACK_KB: user stack copied per perf sample (1..60)
+  // TXRAY_CPU_CLOCK (core/clock.h "the switch-checked CPU clock"): auto = a thread with a perf ring reads
+  // its CPU time from the wall clock while the ring's page says it has not been switched out; syscall =
+  // always CLOCK_THREAD_CPUTIME_ID.
+  bool fast_cpu_clock = true;
   bool shared_fd_table = false;  // TXRAY_FD_TABLE=shared: the agent's connection in the program's table
   // CURVE (docs/security.md): each a 40-character z85 key, given in the variable or in the file it names.
   std::string server_key;         // TXRAY_SERVER_KEY: the collector's public key; empty: no CURVE

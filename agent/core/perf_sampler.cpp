@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "clock.h"
 #include "config.h"
 #include "cpu_sampler.h"
 #include "hooks/hook.h"
@@ -89,6 +90,7 @@ void* open_ring(size_t* bytes_out) {
 void on_thread_exit(void* p) {
   auto* r = static_cast<Ring*>(p);
   if (!r || r != t_ring) return;
+  clock::set_thread_switch_page(nullptr);  // before the agent thread may unmap it
   t_ring = nullptr;
   r->state.store(Ring::kExited, std::memory_order_release);  // the agent thread unmaps it when unused
 }
@@ -140,6 +142,7 @@ Ring* own_ring() {
   t_ring = r;
   t_never = false;
   if (g_key_ok) pthread_setspecific(g_key, r);
+  clock::set_thread_switch_page(base);  // the ring's first page: perf_event_mmap_page
   if (auto start = g_starter.load(std::memory_order_acquire); start && hooks::g_enabled.load(std::memory_order_acquire))
     start();
   return r;
@@ -179,7 +182,8 @@ bool probe(const Config& c, std::string* why) {
   return true;
 }
 
-void start(const Config&) {
+void start(const Config& c) {
+  clock::configure_switch_checked(c.fast_cpu_clock);
   g_key_ok = pthread_key_create(&g_key, on_thread_exit) == 0;
   g_active.store(true, std::memory_order_release);
 }
@@ -250,6 +254,7 @@ void after_fork_child() {
   g_ever_opened.store(false, std::memory_order_relaxed);
   t_ring = nullptr;
   t_never = false;
+  clock::forget_thread_page();
   if (g_key_ok) pthread_setspecific(g_key, nullptr);
   new (&g_err_mu) std::mutex;  // the parent's agent thread may have held it at fork
 }

@@ -9,8 +9,14 @@ namespace {
 
 constexpr size_t kMaxSummaries = 256;
 
-uint64_t cpu_now(const Transaction* t) {
-  return t->shared ? clock::process_cpu_ns() : clock::thread_cpu_ns();
+// The CPU clock at wall time `now` (just read): process mode reads the process's; a thread's own is
+// switch-checked where it can be (clock.h), and the transaction counts the system calls it did take.
+uint64_t cpu_now(Transaction* t, uint64_t now) {
+  if (t->shared) return clock::process_cpu_ns();
+  bool syscall = false;
+  uint64_t v = clock::thread_cpu_ns_at(now, &syscall);
+  t->cpu_clock_syscalls += syscall;
+  return v;
 }
 
 uint64_t fnv1a(std::string_view s) {
@@ -21,7 +27,7 @@ uint64_t fnv1a(std::string_view s) {
 
 // Fills a real row's time fields from the clocks and moves the "previous row" marks to it.
 void stamp(Transaction* t, Step& s, uint64_t now) {
-  uint64_t cpu = cpu_now(t);
+  uint64_t cpu = cpu_now(t, now);
   uint32_t tid = t->shared ? 0 : tx::this_tid();
   s.start_offset_ns = now - t->start_mono_ns;
   s.gap_ns = now - t->last_row_mono_ns;
@@ -70,7 +76,7 @@ void start(Transaction* t) {
   uint64_t now = clock::mono_ns();
   t->start_mono_ns = now;
   t->last_row_mono_ns = now;
-  t->last_row_cpu_ns = cpu_now(t);
+  t->last_row_cpu_ns = cpu_now(t, now);
   t->last_row_tid = t->shared ? 0 : tx::this_tid();
   Step& s = t->steps.emplace_back();  // in place (issue 14: a Step is ~200 bytes to move and destroy)
   s.kind = StepKind::START;

@@ -187,6 +187,7 @@ void reset(Transaction* t) {
   t->cpu_ring_gen = 0;
   t->cpu_end_mono_ns = 0;
   t->cpu_contended = false;
+  t->cpu_clock_syscalls = 0;
 }
 
 void recycle(Transaction* t) {
@@ -279,6 +280,7 @@ void take_over(Transaction* from, Transaction* to) {  // `to`: freshly made, emp
   to->rows = from->rows;
   to->next_seq = from->next_seq;
   to->cpu_ns = from->cpu_ns;
+  to->cpu_clock_syscalls = from->cpu_clock_syscalls;
   to->depth = 0;
   // `from` starts again; its step serial numbers go on, so refs to the old rows are stale (txid too).
   from->txid = ids::next();
@@ -288,6 +290,7 @@ void take_over(Transaction* from, Transaction* to) {  // `to`: freshly made, emp
   from->bytes_read = from->bytes_written = 0;
   from->rows = 0;  // its steps, summaries, attributes and error went to `to` (empty ones came back)
   from->cpu_ns = 0;
+  from->cpu_clock_syscalls = 0;
   from->depth = 0;
   rows::start(from);
 }

@@ -139,6 +139,9 @@ struct Transaction {
   uint32_t cpu_ring_gen = 0;  // the ring slot's generation when taken (a forked child's reused slots)
   uint64_t cpu_end_mono_ns = 0;
   bool cpu_contended = false;
+  // Thread CPU clock reads that took the system call (clock.h: the others were switch-checked): the
+  // agent's cost estimate prices the two kinds apart (transport/self_cost.h).
+  uint16_t cpu_clock_syscalls = 0;
 };
 
 namespace tx {

@@ -1,7 +1,11 @@
 // txray-bench-loadgen: a keep-alive HTTP/1.1 load generator.
-//   txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--sink ENDPOINT] [--timeline FILE]
+//   txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--rate R] [--sink ENDPOINT]
+//                       [--timeline FILE]
 // C threads each hold one connection and send GET requests back to back for S seconds, reading each
 // response (Content-Length framing) before the next. Prints "requests N seconds S rps R errors E".
+// --rate R paces them to R requests per second in all (each connection sends its n-th request no earlier
+// than n x C / R seconds after the start): a bare and an instrumented server then serve the same load,
+// so that their CPU per request is compared in the same state (not one saturated and one waiting).
 // --sink binds a ZeroMQ PULL socket there and discards what arrives (a stand-in collector that costs
 // next to nothing, so the benchmark measures the agent and not SQLite); it prints "sink messages M".
 // --timeline writes "UNIX_NS REQUESTS" every 100 ms (requests answered so far), so that a test can take
@@ -31,6 +35,7 @@ struct Options {
   std::string path = "/";
   std::string sink;
   std::string timeline;
+  double rate = 0;  // requests per second in all; 0: back to back
 };
 
 int connect_to(int port) {
@@ -71,8 +76,8 @@ bool read_response(int fd, std::string& buf) {
 }
 
 void usage() {
-  std::fprintf(stderr, "usage: txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--sink EP]"
-                       " [--timeline FILE]\n");
+  std::fprintf(stderr, "usage: txray-bench-loadgen --port P [--connections C] [--seconds S] [--path /x] [--rate R]"
+                       " [--sink EP] [--timeline FILE]\n");
   std::exit(2);
 }
 
@@ -90,6 +95,7 @@ int main(int argc, char** argv) {
     else if (a == "--path") o.path = v;
     else if (a == "--sink") o.sink = v;
     else if (a == "--timeline") o.timeline = v;
+    else if (a == "--rate") o.rate = std::atof(v.c_str());
     else usage();
   }
   if (o.port <= 0 || o.connections <= 0 || o.seconds <= 0) usage();
@@ -147,7 +153,13 @@ int main(int argc, char** argv) {
       std::string buf;
       int fd = connect_to(o.port);
       long done = 0;
+      const auto interval = std::chrono::duration<double>(o.rate > 0 ? o.connections / o.rate : 0);
       while (std::chrono::steady_clock::now() < deadline) {
+        if (o.rate > 0) {
+          auto due = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval * double(done));
+          if (due > deadline) break;
+          std::this_thread::sleep_until(due);
+        }
         if (fd < 0) {
           errors.fetch_add(1);
           fd = connect_to(o.port);

@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "cpu_sampler.h"
 #include "perf_sampler.h"
@@ -128,6 +130,57 @@ TEST(PerfSampler, SamplesOutsideTransactionsAreDiscarded) {
   ASSERT_NE(t, nullptr);
   cpu::perfdrain::settle(*t);
   EXPECT_LE(t->cpu_samples.size(), 1u);
+  tx::recycle(t);
+  tx::set_sink(nullptr);
+}
+
+// The switch-checked CPU clock (core/clock.h) on a thread with a perf ring: reads while the thread stays
+// on its CPU take no system call and agree with the kernel's thread clock; a sleep (a sched-out and
+// sched-in) makes the next read take the system call again; values never go back; and a transaction's
+// rows count the system calls they took.
+TEST(SwitchCheckedClock, FollowsTheKernelClockWithoutSystemCallsWhileOnCpu) {
+  if (!started()) GTEST_SKIP() << "perf sampler refused here: " << cpu::status();
+  tx::set_sink(keep);
+  std::thread th([&] {
+    Transaction* t = tx::begin("clock", "http");  // opens the thread's ring: the page is given here
+    ASSERT_EQ(clock::switch_checked_state(), 1) << "this kernel did not rewrite the page at a sched-in";
+    int fast = 0, reads = 0;
+    uint64_t prev = 0, worst = 0;
+    for (int i = 0; i < 2000; ++i) {
+      bool syscall = true;
+      uint64_t v = clock::thread_cpu_ns_at(clock::mono_ns(), &syscall);
+      uint64_t kernel = clock::thread_cpu_ns();  // read right after: >= v unless v ran ahead
+      EXPECT_GE(v, prev);
+      prev = v;
+      ++reads;
+      if (!syscall) {
+        ++fast;
+        // A fast read is the anchor plus the wall time since: it can run ahead of the kernel's clock only
+        // by time the thread did not run without being switched out (hypervisor steal, interrupts).
+        if (v > kernel) worst = std::max(worst, v - kernel);
+      }
+      spin(1, 2000);
+    }
+    // Most reads are fast on a quiet machine; a loaded VM switches the thread out now and then.
+    EXPECT_GE(fast * 4, reads) << fast << " of " << reads << " reads were switch-checked";
+    EXPECT_LT(worst, 2'000'000u) << "a fast read ran " << worst << " ns ahead of the kernel's thread clock";
+    usleep(2000);  // a sched-out and sched-in
+    bool syscall = false;
+    uint64_t after = clock::thread_cpu_ns_at(clock::mono_ns(), &syscall);
+    EXPECT_TRUE(syscall) << "the read after a sleep must take the system call";
+    EXPECT_GE(after, prev);
+    tx::end(t, 0, "");
+  });
+  th.join();
+  Transaction* t = g_done.exchange(nullptr);
+  ASSERT_NE(t, nullptr);
+  // START's read anchored the new page (the system call); the loop's reads were not the transaction's;
+  // END came right after the read that re-anchored past the sleep: switch-checked, unless the thread was
+  // preempted in between (a loaded machine).
+  EXPECT_GE(t->cpu_clock_syscalls, 1u);
+  EXPECT_LE(t->cpu_clock_syscalls, 2u);
+  EXPECT_GT(t->cpu_ns, 0u);
+  cpu::perfdrain::settle(*t);
   tx::recycle(t);
   tx::set_sink(nullptr);
 }
