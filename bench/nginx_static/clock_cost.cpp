@@ -4,6 +4,9 @@
 //   perf_read      read() of a perf_event task-clock descriptor (a system call too)
 //   perf_mmap      the task clock read from its mmap page in user space (rdtsc + the page's time
 //                  fields), only where the page says cap_user_time = 1; "unavailable" otherwise
+//   switch_checked the agent's own read (core/clock.h): the page's sequence and a CLOCK_MONOTONIC read
+//                  while the thread has not been switched out (the system call when it has; a tight
+//                  loop on a quiet CPU is rarely switched out, so this is the fast path's price)
 // Each figure is the median over 31 batches of N reads, in ns per read.
 #include <linux/perf_event.h>
 #include <sys/mman.h>
@@ -17,6 +20,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <vector>
+
+#include "clock.h"
 
 namespace {
 
@@ -47,6 +52,11 @@ uint64_t thread_cpu() {
 
 int g_perf_fd = -1;
 perf_event_mmap_page* g_page = nullptr;
+
+uint64_t switch_checked() {
+  bool syscall = false;
+  return txray::clock::thread_cpu_ns_at(txray::clock::mono_ns(), &syscall);
+}
 
 uint64_t perf_read() {
   uint64_t v = 0;
@@ -94,6 +104,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   g_page = static_cast<perf_event_mmap_page*>(p);
+  txray::clock::set_thread_switch_page(g_page);
+  if (txray::clock::switch_checked_state() == 1)
+    std::printf("switch_checked %.1f\n", median_ns(switch_checked, n));
+  else
+    std::printf("switch_checked unavailable (the page is not rewritten at a sched-in)\n");
+  txray::clock::set_thread_switch_page(nullptr);
   if (!g_page->cap_user_time) {
     std::printf("perf_mmap unavailable (cap_user_time = 0)\n");
     return 0;

@@ -8,6 +8,10 @@
 # Under the agent a real `txray collect` stores every transaction (its CPU is its own process's).
 # Usage: bench/nginx_static/run.sh BUILD_DIR
 #   env: ROUNDS=5 SECONDS_PER_RUN=4 CONNS=10 PIN=1 (worker on CPU 1, wrk on CPU 0; PIN=0: no pinning)
+#        RATE=N: txray-bench-loadgen at N requests/s instead of wrk as fast as it can, so that bare and agent
+#        serve the same load (on 2 cores the collector takes CPU from wrk, and a worker that waits costs
+#        more per request than a saturated one; docs/performance.md)
+#        AGENT_ENV="K=V ...": settings for the agent runs (e.g. TXRAY_CPU_CLOCK=syscall)
 # bench/nginx_static/instructions.sh counts instructions instead (load-independent, callgrind).
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
@@ -58,7 +62,7 @@ if [ "$PIN" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then
 
 start_nginx() {  # $1 = bare|agent; sets NGINX_PID (the master) and WORKER
   if [ "$1" = agent ]; then
-    LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/collect.sock" TXRAY_APP=bench-nginx \
+    env LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/collect.sock" TXRAY_APP=bench-nginx ${AGENT_ENV:-} \
       "${NGX_PIN[@]}" "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" & NGINX_PID=$!
   else
     "${NGX_PIN[@]}" "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" & NGINX_PID=$!
@@ -80,7 +84,12 @@ run_one() {  # $1 = bare|agent; prints "req/s cpu-us-per-request"
   "${WRK_PIN[@]}" wrk -t1 -c"$CONNS" -d1s "http://127.0.0.1:$PORT/f.txt" >/dev/null  # warm-up (agent thread up)
   local t0 t1 out n
   t0=$(cpu_ticks "$WORKER")
-  out=$("${WRK_PIN[@]}" wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$PORT/f.txt")
+  if [ -n "${RATE:-}" ]; then
+    out=$("${WRK_PIN[@]}" "$BUILD/bin/txray-bench-loadgen" --port "$PORT" --connections "$CONNS" --seconds "$SECS" \
+      --path /f.txt --rate "$RATE" | awk '{printf "%s requests in\nRequests/sec: %s\n", $2, $6}')
+  else
+    out=$("${WRK_PIN[@]}" wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$PORT/f.txt")
+  fi
   t1=$(cpu_ticks "$WORKER")
   stop_nginx
   n=$(echo "$out" | awk '/requests in/ {print $1}')
@@ -99,7 +108,8 @@ done
 "${NGX_PIN[@]}" "$CLOCK" >"$WORK/clock_paths"
 mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
 mbc=$(median "${bare_cpu[@]}"); mac=$(median "${agent_cpu[@]}"); mclk=$(median "${clk[@]}")
-echo "nginx_static: nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), 1 worker, 6-byte file, wrk -c$CONNS, ${SECS}s per run, $ROUNDS rounds alternating$( [ ${#NGX_PIN[@]} -gt 0 ] && echo ', worker on CPU 1, wrk on CPU 0')"
+LOAD="wrk -c$CONNS"; [ -n "${RATE:-}" ] && LOAD="txray-bench-loadgen -c$CONNS at $RATE req/s"
+echo "nginx_static: nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), 1 worker, 6-byte file, $LOAD${AGENT_ENV:+, agent with $AGENT_ENV}, ${SECS}s per run, $ROUNDS rounds alternating$( [ ${#NGX_PIN[@]} -gt 0 ] && echo ', worker on CPU 1, wrk on CPU 0')"
 echo "  bare  req/s: ${bare[*]}"
 echo "  agent req/s: ${agent[*]}"
 echo "  bare  worker CPU us/request: ${bare_cpu[*]}"
