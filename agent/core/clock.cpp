@@ -34,6 +34,7 @@ struct Anchor {
   uint64_t last = 0;  // the last value handed out: values never go back
 };
 thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
+thread_local bool t_forced __attribute__((tls_model("initial-exec"))) = false;
 
 uint32_t page_lock(const perf_event_mmap_page* p) {
   return __atomic_load_n(&p->lock, __ATOMIC_ACQUIRE);
@@ -59,7 +60,7 @@ uint64_t unix_ns() { return read(CLOCK_REALTIME); }
 
 uint64_t thread_cpu_ns_at(uint64_t now, bool* syscall) {
   Anchor& a = t_anchor;
-  if (!a.page || g_src.thread_cpu != real_thread_cpu || g_src.mono != real_mono) {
+  if (!a.page || t_forced || g_src.thread_cpu != real_thread_cpu || g_src.mono != real_mono) {
     *syscall = g_src.thread_cpu == real_thread_cpu;
     return g_src.thread_cpu();
   }
@@ -114,6 +115,11 @@ void set_thread_switch_page(const void* page) {
     if (g_state.load(std::memory_order_acquire) != 1) return;
   }
   a.page = p;
+}
+
+void force_syscall_on_this_thread(bool on) {
+  t_forced = on;
+  t_anchor.anchored = false;
 }
 
 void forget_thread_page() {

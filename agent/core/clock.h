@@ -36,6 +36,9 @@ void set_thread_switch_page(const void* page);
 void configure_switch_checked(bool enabled);
 // Whether the switch-checked clock runs: 1 verified, 0 off or failed, -1 not decided yet.
 int switch_checked_state();
+// The calibration of the agent's own cost (transport/self_cost.h) times its units with system-call
+// reads on its thread: true makes this thread's reads take the system call until set back to false.
+void force_syscall_on_this_thread(bool on);
 // A forked child: the parent's pages are not mapped there (the thread that forked forgets its own).
 void forget_thread_page();
 

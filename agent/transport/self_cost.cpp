@@ -95,18 +95,6 @@ void calibrate() {
     return cpu_now() - t0;
   });
 
-  u.cpu_clock_fast_ns = median_per_unit([](uint64_t* n) {
-    constexpr int kFastLoop = 2000;
-    volatile uint32_t seq = 0;
-    uint64_t t0 = cpu_now();
-    for (int i = 0; i < kFastLoop; ++i) {
-      seq = seq + 1;  // stands for the page's sequence load
-      clock::mono_ns();
-    }
-    *n = kFastLoop;
-    return cpu_now() - t0;
-  });
-
   // Requests: host side, then the agent thread's part (encode in batches of kTxLoop, free).
   std::vector<Transaction*> txs;
   txs.reserve(kTxLoop);
@@ -115,14 +103,15 @@ void calibrate() {
   Counters c;
   double agent_tx[kReps];
   double host_tx[kReps];
+  double host_tx_fast[kReps];
+  bool fast_reads_seen = false;
   for (int r = 0; r < kReps; ++r) {
+    // The units price every CPU clock read as a system call: the loop runs with this thread's reads
+    // forced to it (its calibration transactions may have given it a perf ring, core/clock.h).
     uint64_t host = 0;
+    clock::force_syscall_on_this_thread(true);
     run_requests(&txs, &host);
-    // The units price every CPU clock read as a system call; this thread's reads may have been
-    // switch-checked (its calibration transactions gave it a perf ring): those are priced as such.
-    double fast_reads = 0;
-    for (Transaction* t : txs) fast_reads += double(t->rows) - double(t->cpu_clock_syscalls);
-    host += uint64_t(std::max(0.0, fast_reads * (u.cpu_clock_ns - u.cpu_clock_fast_ns)));
+    clock::force_syscall_on_this_thread(false);
     uint64_t t0 = cpu_now();
     encode_batch(id, c, 1, txs, &buf);
     for (Transaction* t : txs) delete t;
@@ -130,11 +119,24 @@ void calibrate() {
     size_t n = txs.size() ? txs.size() : 1;
     host_tx[r] = double(host) / double(n);
     agent_tx[r] = double(agent) / double(n);
+    // The same requests with the reads switch-checked where this thread can: what one such read saves,
+    // in the context of a request (more than the system call's own price in a loop: its entry and exit
+    // also cost the code around it its caches).
+    uint64_t fast = 0;
+    double fast_reads = 0;
+    run_requests(&txs, &fast);
+    for (Transaction* t : txs) fast_reads += double(t->rows) - double(t->cpu_clock_syscalls);
+    for (Transaction* t : txs) delete t;
+    host_tx_fast[r] = fast_reads > 0 ? double(fast) / double(n) : host_tx[r];
+    if (fast_reads > 0) fast_reads_seen = true;
   }
   std::sort(host_tx, host_tx + kReps);
+  std::sort(host_tx_fast, host_tx_fast + kReps);
   std::sort(agent_tx, agent_tx + kReps);
   u.tx_ns = host_tx[kReps / 2];
   u.encode_tx_ns = agent_tx[kReps / 2];
+  // Two reads per request (START and END): the saving per switch-checked read.
+  u.fast_read_saving_ns = fast_reads_seen ? std::max(0.0, (u.tx_ns - host_tx_fast[kReps / 2]) / 2) : 0;
 
   // Rows: the recorder adding MESSAGE rows to a private transaction, then encoding it.
   double enc_row[kReps];
@@ -143,12 +145,11 @@ void calibrate() {
     Transaction* t = tx::begin("calibrate", "api");
     t->max_rows = kRowLoop * 2;
     t->steps.reserve(kRowLoop + 2);
-    uint32_t rows0 = t->rows, syscalls0 = t->cpu_clock_syscalls;
+    clock::force_syscall_on_this_thread(true);
     uint64_t t0 = cpu_now();
     for (int i = 0; i < kRowLoop; ++i) rec::add(t, StepKind::MESSAGE, "calibration row");
     uint64_t ns = cpu_now() - t0;
-    double fast_reads = double(t->rows - rows0) - double(t->cpu_clock_syscalls - syscalls0);  // as above
-    ns += uint64_t(std::max(0.0, fast_reads * (u.cpu_clock_ns - u.cpu_clock_fast_ns)));
+    clock::force_syscall_on_this_thread(false);
     std::vector<Transaction*> one{t};
     uint64_t e0 = cpu_now();
     encode_batch(id, c, 1, one, &buf);
@@ -213,9 +214,9 @@ uint64_t host_estimate(const Transaction& t) {
   double ns = u.tx_ns + extra_rows * u.row_ns + double(folded) * u.folded_ns + io * u.io_ns +
               double(sockets) * 2 * u.syscall_ns;
   // The units hold a system call per CPU clock read (one per real row); the reads that were
-  // switch-checked cost a wall-clock read instead.
-  if (!t.shared && t.rows > t.cpu_clock_syscalls && u.cpu_clock_ns > u.cpu_clock_fast_ns)
-    ns -= double(t.rows - t.cpu_clock_syscalls) * (u.cpu_clock_ns - u.cpu_clock_fast_ns);
+  // switch-checked saved what the calibration measured one to save.
+  if (!t.shared && t.rows > t.cpu_clock_syscalls)
+    ns -= double(t.rows - t.cpu_clock_syscalls) * u.fast_read_saving_ns;
   if (ns < 0) ns = 0;
   return uint64_t(ns + 0.5);
 }

@@ -31,10 +31,11 @@ struct Units {
   double encode_tx_ns = 0;  // agent thread: encoding and freeing a START/END transaction (until measured)
   double encode_row_ns = 0; // agent thread: encoding one more row
   double cpu_clock_ns = 0;  // one CLOCK_THREAD_CPUTIME_ID read (for the record: the price the issue compares with)
-  // One switch-checked CPU clock read (core/clock.h: the perf page's sequence and a CLOCK_MONOTONIC read).
-  // The other units are timed on the agent thread, whose reads are system calls: a transaction's reads
-  // that were switch-checked are priced at this instead (Transaction::cpu_clock_syscalls). Not on the wire.
-  double cpu_clock_fast_ns = 0;
+  // The units above are timed with every CPU clock read a system call. What one switch-checked read
+  // (core/clock.h) saves instead, in a request: the calibration's requests timed both ways, the
+  // difference per read (0 where this thread cannot switch-check). A transaction's reads that did not
+  // take the system call (Transaction::cpu_clock_syscalls) are priced that much lower. Not on the wire.
+  double fast_read_saving_ns = 0;
   uint64_t calibration_ns = 0;  // CPU time the calibration itself took
   bool valid() const { return tx_ns > 0; }
 };
