@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "clock_page.h"
 #include "config.h"
 #include "perf_sampler.h"
 #include "perf_unwind.h"
@@ -330,6 +331,7 @@ std::string status() {
 
 void before_start(Transaction* t) {
   if (perf::active()) perf::before_start(t);
+  else clock::page::on_begin();  // the switch-checked clock's page without the perf sampler
 }
 
 void on_begin(Transaction* t) {

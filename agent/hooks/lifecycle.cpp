@@ -9,9 +9,11 @@
 #include <string>
 
 #include "../core/attribution.h"
+#include "../core/clock_page.h"
 #include "../core/config.h"
 #include "../core/stack_capture.h"
 #include "../core/counters.h"
+#include "../core/cpu_sampler.h"
 #include "../core/fd_table.h"
 #include "../core/ids.h"
 #include "../core/recorder.h"
@@ -93,6 +95,7 @@ void child_after_fork() {
   txray::tx::reset_tid_after_fork();
   txray::tx::forget_current_after_fork();
   txray::cpu::after_fork_child();
+  txray::clock::page::after_fork_child();
   txray::ids::reseed();
   txray::sock::after_fork_child();
   txray::attr::after_fork_child();
@@ -108,6 +111,7 @@ __attribute__((constructor)) void txray_agent_init() {
   if (c.mode == txray::Mode::off) return;
   txray::ids::reseed();
   txray::cpu::init(c);
+  txray::clock::page::configure(c, txray::cpu::mechanism() == txray::cpu::Mechanism::perf);
   txray::transport::init(txray::read_identity());
   pthread_atfork(nullptr, nullptr, child_after_fork);
   std::atexit(at_exit);
