@@ -124,6 +124,13 @@ std::vector<UnattributedCount> Reader::unattributed_counts(const std::string& ap
   return out;
 }
 
+bool Reader::has_table(const char* name) {
+  Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
+  q.bind(1, std::string(name));
+  q.step();
+  return q.i64(0) != 0;
+}
+
 std::vector<int64_t> Reader::unattributed_containers(const std::string& app) {
   Stmt s(db_, "SELECT id FROM transactions t WHERE " + kIsContainer + (app.empty() ? "" : " AND app = ?1") +
                   " ORDER BY agent_id, start_unix_ns, id");
@@ -135,9 +142,7 @@ std::vector<int64_t> Reader::unattributed_containers(const std::string& app) {
 
 void Reader::load_stacks(int64_t tx_id, std::vector<Step>& steps) {
   if (!has_frames_) {
-    Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='step_frames'");
-    has.step();
-    has_frames_ = has.i64(0) != 0 ? 1 : -1;
+    has_frames_ = has_table("step_frames") ? 1 : -1;
   }
   if (has_frames_ < 0) return;  // a store written before stacks
   Stmt& f = cached(frames_stmt_,
@@ -163,9 +168,7 @@ std::string format_frame(const StackFrame& f) {
 }
 
 std::vector<DropWindowRow> Reader::drop_windows(const std::string& app) {
-  Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='drop_windows'");
-  has.step();
-  if (has.i64(0) == 0) return {};
+  if (!has_table("drop_windows")) return {};
   std::string cols;
   for (const char* p = kAgentColumns; *p;) {  // "id, instance_id, ..." -> "a.id, a.instance_id, ..."
     while (*p == ' ' || *p == ',') cols += *p++;
@@ -218,9 +221,7 @@ int64_t Reader::transaction_count() {
 
 std::optional<std::pair<int64_t, int64_t>> Reader::agent_cost(int64_t id) {
   if (!has_cost_table_) {
-    Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='agent_cost'");
-    has.step();
-    has_cost_table_ = has.i64(0) != 0;
+    has_cost_table_ = has_table("agent_cost");
   }
   if (!*has_cost_table_) return std::nullopt;
   Stmt& s = cached(cost_stmt_, "SELECT cost_ns, agent_thread_ns FROM agent_cost WHERE tx_id = ?1");
@@ -334,9 +335,7 @@ std::optional<Transaction> Reader::load(int64_t id) {
 
 void Reader::load_losses(Transaction& t, int64_t agent_id) {
   if (has_losses_ < 0) {
-    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'agent_losses'");
-    q.step();
-    has_losses_ = q.i64(0) == 1 ? 1 : 0;
+    has_losses_ = has_table("agent_losses") ? 1 : 0;
   }
   if (!has_losses_) return;
   Stmt& l = cached(losses_stmt_, "SELECT cpu_samples_lost, stacks_missed FROM agent_losses WHERE agent_id = ?1");
@@ -349,10 +348,10 @@ void Reader::load_losses(Transaction& t, int64_t agent_id) {
 
 void Reader::load_cpu(Transaction& t, int64_t agent_id) {
   if (has_cpu_ < 0) {
-    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
-                " ('cpu_rows', 'cpu_hot', 'cpu_stacks', 'cpu_tx', 'agent_cpu')");
-    q.step();
-    has_cpu_ = q.i64(0) == 5 ? 1 : 0;
+    has_cpu_ = has_table("cpu_rows") && has_table("cpu_hot") && has_table("cpu_stacks") && has_table("cpu_tx") &&
+                       has_table("agent_cpu")
+                   ? 1
+                   : 0;
   }
   if (!has_cpu_) return;
   Stmt& a = cached(agent_cpu_stmt_, "SELECT sampler FROM agent_cpu WHERE agent_id = ?1");

@@ -51,6 +51,8 @@ class Reader {
 
   // Prepared once, on first use (load() runs them for every transaction shown).
   Stmt& cached(std::unique_ptr<Stmt>& slot, const char* sql);
+  // Whether the store has that table (optional tables: a store written by an older collector lacks them).
+  bool has_table(const char* name);
 
   // CPU samples of t (cpu_rows, cpu_hot, cpu_stacks, cpu_tx, agent_cpu), when the store has the tables.
   void load_cpu(Transaction& t, int64_t agent_id);
