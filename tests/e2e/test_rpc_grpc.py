@@ -19,14 +19,12 @@ Over TLS (ALPN h2; grpcio's OpenSSL sees the plaintext in SSL_read/SSL_write): t
 transactions and the client's calls gRPC rows with their grpc-status, each linked to its callee (the
 traceparent field goes into the HEADERS frames through the SSL_write hook).
 """
-import json
 import os
-import re
-import sqlite3
 import subprocess
 import textwrap
 import unittest
 
+from grpctest import grpc_rows, serve_grpc, unattributed_calls
 from txraytest import (PYTHON, SOURCE_DIR, Collector, TxrayTestCase, agent_env, bare_env, show_json, show_text,
                        wait_for, wait_transactions)
 
@@ -61,53 +59,9 @@ print(repr(sorted(out.items())))
 """.replace("%(n)d", str(CONCURRENT)).replace("%(s)d", str(STREAMS)).replace("%%", "%")
 
 
-def front_calls(db):
-    """(the front's unattributed HTTP_CALL steps, how many of them are linked to a callee)"""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return con.execute(
-            "SELECT count(*), count(s.callee_tx_id) FROM steps s JOIN transactions t ON t.id = s.tx_id "
-            "WHERE t.app = 'front' AND t.kind = 'unattributed' AND s.kind = 'HTTP_CALL'").fetchone()
-    except sqlite3.Error:
-        return (0, 0)
-    finally:
-        con.close()
-
-
-def unattributed_calls(db, app):
-    """(app's unattributed HTTP_CALL steps, how many of them are linked to a callee)"""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return con.execute(
-            "SELECT count(*), count(s.callee_tx_id) FROM steps s JOIN transactions t ON t.id = s.tx_id "
-            "WHERE t.app = ? AND t.kind = 'unattributed' AND s.kind = 'HTTP_CALL'", (app,)).fetchone()
-    except sqlite3.Error:
-        return (0, 0)
-    finally:
-        con.close()
-
-
-def grpc_rows(tx):
-    return [s for s in tx["steps"] if s["kind"] == "HTTP_CALL"]
-
-
 class GrpcTest(TxrayTestCase):
     def serve(self, role, env, *args):
-        log = open(os.path.join(self.tmp, role + ".log"), "w+")
-        self.addCleanup(log.close)
-        p = self.spawn([PYTHON, PAIR, role, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
-        port = []
-
-        def listening():
-            log.seek(0)
-            m = re.search(r"listening on grpc port (\d+)", log.read())
-            if m:
-                port.append(int(m.group(1)))
-            self.assertIsNone(p.poll(), f"{role} exited")
-            return bool(port)
-
-        wait_for(listening, 30, what=f"{role} listening")
-        return p, port[0]
+        return serve_grpc(self, role, [PYTHON, PAIR, role, *args], env)
 
     def client(self, env, target):
         r = subprocess.run([PYTHON, "-c", CLIENT, target], env=env, capture_output=True, text=True, timeout=120)
@@ -134,7 +88,7 @@ class GrpcTest(TxrayTestCase):
             n_back = CONCURRENT + STREAMS + 2 + 5
             wait_transactions(col.db, n_back + 5 + 2)
             # The front's unattributed steps come in its container, sent about once a second.
-            wait_for(lambda: front_calls(col.db)[0] >= 5, 20, what="the front's unattributed calls")
+            wait_for(lambda: unattributed_calls(col.db, "front")[0] >= 5, 20, what="the front's unattributed calls")
             for p in (front, back):
                 p.terminate()
                 p.wait(10)
@@ -225,7 +179,7 @@ class GrpcTest(TxrayTestCase):
         for t in fronts:
             self.assertEqual(t["name"], "POST /demo.Front/Page")
             self.assertEqual(grpc_rows(t), [], "a front transaction got a call the agent cannot place")
-        self.assertEqual(front_calls(col.db), (5, 5))
+        self.assertEqual(unattributed_calls(col.db, "front"), (5, 5))
 
 
     def test_grpc_over_tls(self):

@@ -15,11 +15,10 @@ With TXRAY_RUNTIME_HINTS=0 (the shim loaded but silent) the old rule holds: no r
 transaction, every call unattributed and linked to its callee.
 """
 import os
-import re
-import sqlite3
 import subprocess
 import textwrap
 
+from grpctest import grpc_rows, serve_grpc, unattributed_calls
 from txraytest import (AGENT, PYTHON, Collector, TxrayTestCase, agent_env, check_sums, show_json, wait_for,
                        wait_transactions)
 
@@ -161,40 +160,9 @@ CLIENT = textwrap.dedent(r"""
 """)
 
 
-def container_calls(db, app):
-    """(app's unattributed HTTP_CALL steps, how many of them are linked to a callee)"""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return con.execute(
-            "SELECT count(*), count(s.callee_tx_id) FROM steps s JOIN transactions t ON t.id = s.tx_id "
-            "WHERE t.app = ? AND t.kind = 'unattributed' AND s.kind = 'HTTP_CALL'", (app,)).fetchone()
-    except sqlite3.Error:
-        return (0, 0)
-    finally:
-        con.close()
-
-
-def calls(tx):
-    return [s for s in tx["steps"] if s["kind"] == "HTTP_CALL"]
-
-
 class GrpcShimTest(TxrayTestCase):
     def serve(self, role, env, *args, script=SERVERS):
-        log = open(os.path.join(self.tmp, role + ".log"), "w+")
-        self.addCleanup(log.close)
-        p = self.spawn([PYTHON, "-c", script, role, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
-        port = []
-
-        def listening():
-            log.seek(0)
-            m = re.search(r"listening on grpc port (\d+)", log.read())
-            if m:
-                port.append(int(m.group(1)))
-            self.assertIsNone(p.poll(), f"{role} exited")
-            return bool(port)
-
-        wait_for(listening, 30, what=f"{role} listening")
-        return p, port[0]
+        return serve_grpc(self, role, [PYTHON, "-c", script, role, *args], env)
 
     def run_pair(self, col, hints, n, script=SERVERS):
         shim = {"PYTHONPATH": SHIMS, "TXRAY_RUNTIME_HINTS": "1" if hints else "0"}
@@ -207,7 +175,7 @@ class GrpcShimTest(TxrayTestCase):
         self.assertEqual(r.stdout.strip(), str(n), r.stderr)
         wait_transactions(col.db, 2 * n + 1)
         if not hints:
-            wait_for(lambda: container_calls(col.db, "front")[0] >= n, 20, what="the front's unattributed calls")
+            wait_for(lambda: unattributed_calls(col.db, "front")[0] >= n, 20, what="the front's unattributed calls")
         for p in (front, back):
             p.terminate()
             p.wait(10)
@@ -224,7 +192,7 @@ class GrpcShimTest(TxrayTestCase):
             self.assertEqual(sorted(t["name"] for t in fronts), sorted(f"POST /t.Front/P_{k}" for k in range(N)))
             # The client's calls: one connection, every row linked to its front transaction, >= 20 at once.
             client = by_app["client"][0]
-            rows = calls(client)
+            rows = grpc_rows(client)
             self.assertEqual(len(rows), N)
             self.assertEqual({r["callee_txid"] for r in rows}, {t["txid"] for t in fronts})
             events = sorted([(r["start_offset_ns"], 1) for r in rows] +
@@ -236,7 +204,7 @@ class GrpcShimTest(TxrayTestCase):
             self.assertGreaterEqual(peak, 20, "fewer than 20 front requests in flight at once")
             for t in fronts:
                 k = int(t["name"].rsplit("_", 1)[1])
-                own = calls(t)
+                own = grpc_rows(t)
                 self.assertEqual(len(own), 1, f"{t['name']}: {[r['text'] for r in own]}")
                 row = own[0]
                 self.assertEqual(row["attributes"]["rpc"], "grpc")
@@ -255,7 +223,7 @@ class GrpcShimTest(TxrayTestCase):
                 check_sums(self, t)
             self.assertEqual(len(by_app["back"]), N)
             # Nothing left for the front's container (sent about once a second when it holds rows).
-            self.assertEqual(container_calls(col.db, "front"), (0, 0))
+            self.assertEqual(unattributed_calls(col.db, "front"), (0, 0))
 
     def test_aio_calls_filed_under_their_request(self):
         # grpc.aio on both sides: coroutine handlers, calls written from the event loop.
@@ -266,7 +234,7 @@ class GrpcShimTest(TxrayTestCase):
             self.assertEqual(len(fronts), n)
             for t in fronts:
                 k = int(t["name"].rsplit("_", 1)[1])
-                own = calls(t)
+                own = grpc_rows(t)
                 self.assertEqual(len(own), 1, f"{t['name']}: {[r['text'] for r in own]}")
                 method = f"/t.Back/{'S' if k % 2 else 'U'}_{k}"
                 self.assertTrue(own[0]["text"].endswith(method), f"{t['name']} holds {own[0]['text']}")
@@ -275,7 +243,7 @@ class GrpcShimTest(TxrayTestCase):
                 self.assertEqual(callee["parent_span_id"], own[0]["span_id"])
                 self.assertEqual(callee["trace_id"], t["trace_id"])
                 check_sums(self, t)
-            self.assertEqual(container_calls(col.db, "front"), (0, 0))
+            self.assertEqual(unattributed_calls(col.db, "front"), (0, 0))
 
     def test_without_hints_calls_stay_unattributed(self):
         n = 8
@@ -284,9 +252,9 @@ class GrpcShimTest(TxrayTestCase):
             fronts = by_app["front"]
             self.assertEqual(len(fronts), n)
             for t in fronts:
-                self.assertEqual(calls(t), [], f"{t['name']} got a call the agent cannot place")
+                self.assertEqual(grpc_rows(t), [], f"{t['name']} got a call the agent cannot place")
                 check_sums(self, t)
-            self.assertEqual(container_calls(col.db, "front"), (n, n))
+            self.assertEqual(unattributed_calls(col.db, "front"), (n, n))
 
 
 if __name__ == "__main__":
