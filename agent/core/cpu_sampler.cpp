@@ -18,6 +18,7 @@
 
 #include "clock_page.h"
 #include "config.h"
+#include "seccomp_guard.h"
 #include "perf_sampler.h"
 #include "perf_unwind.h"
 #include "stack_capture.h"
@@ -216,6 +217,10 @@ bool host_uses(int sig) {
 // The perf sampler when this process may use it (the probe opens and maps one event) and libunwind's
 // remote unwinder loads; `why` otherwise.
 bool try_perf(const Config& c, std::string* why) {
+  if (!seccomp::perf_event_open_safe()) {  // never called where it would kill the host
+    *why = seccomp::why_not();
+    return false;
+  }
   if (!perf::probe(c, why)) return false;
   if (!perfu::load()) {
     *why = "libunwind-x86_64.so.8 not found";

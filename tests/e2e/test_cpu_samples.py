@@ -307,13 +307,14 @@ class SamplerChoiceTest(TxrayTestCase):
     """Which sampler runs, and that the agent says it: auto takes perf where perf_event_open works (this
     VM) and falls back to the signal sampler where it is refused."""
 
-    def run_zlib(self, app, sampler, wrap=()):
+    def run_zlib(self, app, sampler, wrap=(), **extra_env):
         argv = [*wrap, "/usr/bin/python3", "-c", PY_ZLIB, "2"]
         with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/{app}.sock", db=f"{self.tmp}/{app}.db") as c:
             env = agent_env(c.endpoint, app=app)
             env.pop("TXRAY_CPU_SAMPLER", None)
             if sampler:
                 env["TXRAY_CPU_SAMPLER"] = sampler
+            env.update(extra_env)
             run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertEqual(len(run.stdout.splitlines()), 2, run.stdout)
@@ -340,6 +341,31 @@ class SamplerChoiceTest(TxrayTestCase):
             self.assertEqual(tx["cpu_sampler"], "off (TXRAY_CPU_SAMPLER=perf: perf_event_open: Permission denied)")
             self.assertNotIn("cpu_samples", tx)
         print(f"\nperf_event_open refused: {fallback[0]['cpu_sampler']}")
+
+    def test_filter_that_kills_is_never_triggered(self):
+        """A seccomp filter whose action for perf_event_open is to kill the process (a systemd unit's
+        SystemCallFilter= without SystemCallErrorNumber=): the agent asks a vfork()ed child first and never
+        makes the call itself — auto takes the signal sampler, TXRAY_CPU_SAMPLER=perf is off, and with
+        samples off the CPU clock keeps the system call; the program runs to its end every time."""
+        wrap = (subject("no_perf"), "--kill")
+        for tx in self.run_zlib("kill-auto", None, wrap):
+            self.assertTrue(tx["cpu_sampler"].startswith("signal "), tx["cpu_sampler"])
+            self.assertIn("perf refused: a seccomp filter here kills perf_event_open: not called", tx["cpu_sampler"])
+        for tx in self.run_zlib("kill-perf", "perf", wrap):
+            self.assertEqual(tx["cpu_sampler"],
+                             "off (TXRAY_CPU_SAMPLER=perf: a seccomp filter here kills perf_event_open: not called)")
+        # Samples off: the switch-checked clock would open its own perf page at a thread's 16th
+        # transaction (core/clock_page.h); 40 of them, and the program still runs to its end.
+        many = ("import ctypes\nagent = ctypes.CDLL(None)\n"
+                "for i in range(40):\n    agent.txray_agent_begin(b'tx')\n    agent.txray_agent_end(0, None)\n"
+                "print('done')\n")
+        with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/kill-off.sock", db=f"{self.tmp}/kill-off.db") as c:
+            env = agent_env(c.endpoint, app="kill-off")
+            env["TXRAY_CPU_SAMPLES"] = "0"
+            run = subprocess.run([*wrap, "/usr/bin/python3", "-c", many], env=env, capture_output=True, text=True,
+                                 timeout=60)
+            self.assertEqual((run.returncode, run.stdout), (0, "done\n"), run.stderr)
+            wait_transactions(c.db, 40)
 
     def test_refused_first_event_falls_back_to_signal(self):
         """The start-up probe passes but the first thread's event is refused (as a ring refused by a

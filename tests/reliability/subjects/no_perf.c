@@ -2,10 +2,12 @@
 // (Docker's default refuses it with EPERM; this one says EACCES): a seccomp filter that fails that one
 // system call, then exec. Used to check the agent's CPU sampler falls back to the signal sampler
 // (tests/e2e/test_cpu_samples.py).
-// Usage: txray-rel-no-perf [--events-only] CMD ARGS...
+// Usage: txray-rel-no-perf [--events-only] [--kill] CMD ARGS...
 //   --events-only: only the calls that would make an event are refused (flags != 0: the agent's real
 //   opens pass PERF_FLAG_FD_CLOEXEC, its start-up probe passes 0), so the probe passes and the first
 //   thread's open fails, as a ring refused by a locked-memory limit would.
+//   --kill: the call kills the process instead (SECCOMP_RET_KILL_PROCESS), as a systemd unit's
+//   SystemCallFilter= does without SystemCallErrorNumber= (perf_event_open is not in @system-service).
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -20,11 +22,13 @@
 int main(int argc, char** argv) {
   int events_only = argc > 1 && strcmp(argv[1], "--events-only") == 0;
   if (events_only) ++argv, --argc;
+  int kill = argc > 1 && strcmp(argv[1], "--kill") == 0;
+  if (kill) ++argv, --argc;
   if (argc < 2) {
     fprintf(stderr, "usage: %s CMD ARGS...\n", argv[0]);
     return 2;
   }
-  unsigned refuse = SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA);
+  unsigned refuse = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA);
   struct sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
