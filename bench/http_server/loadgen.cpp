@@ -8,6 +8,7 @@
 // so that their CPU per request is compared in the same state (not one saturated and one waiting).
 // --sink binds a ZeroMQ PULL socket there and discards what arrives (a stand-in collector that costs
 // next to nothing, so the benchmark measures the agent and not SQLite); it prints "sink messages M".
+// With --sink and no --port it is only that sink, until SIGTERM or SIGINT.
 // --timeline writes "UNIX_NS REQUESTS" every 100 ms (requests answered so far), so that a test can take
 // the rate of any stretch of the run (tests/reliability/test_collector_outage.py).
 #include <arpa/inet.h>
@@ -19,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,6 +83,33 @@ void usage() {
   std::exit(2);
 }
 
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+
+// Only the sink: receive and discard until a stop signal.
+int sink_only(const Options& o) {
+  std::signal(SIGTERM, on_stop);
+  std::signal(SIGINT, on_stop);
+  void* ctx = zmq_ctx_new();
+  void* pull = zmq_socket(ctx, ZMQ_PULL);
+  if (zmq_bind(pull, o.sink.c_str()) != 0) {
+    std::fprintf(stderr, "loadgen: cannot bind %s: %s\n", o.sink.c_str(), zmq_strerror(zmq_errno()));
+    return 1;
+  }
+  int timeout = 100;
+  zmq_setsockopt(pull, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+  long messages = 0;
+  zmq_msg_t m;
+  zmq_msg_init(&m);
+  while (!g_stop)
+    if (zmq_msg_recv(&m, pull, 0) >= 0) ++messages;
+  zmq_msg_close(&m);
+  zmq_close(pull);
+  zmq_ctx_term(ctx);
+  std::printf("sink messages %ld\n", messages);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,6 +127,7 @@ int main(int argc, char** argv) {
     else if (a == "--rate") o.rate = std::atof(v.c_str());
     else usage();
   }
+  if (o.port <= 0 && !o.sink.empty()) return sink_only(o);
   if (o.port <= 0 || o.connections <= 0 || o.seconds <= 0) usage();
 
   std::atomic<bool> stop{false};

@@ -12,6 +12,9 @@
 #        serve the same load (on 2 cores the collector takes CPU from wrk, and a worker that waits costs
 #        more per request than a saturated one; docs/performance.md)
 #        AGENT_ENV="K=V ...": settings for the agent runs (e.g. TXRAY_CPU_CLOCK=syscall)
+#        COLLECTOR=sink: the agent sends to txray-bench-loadgen's sink (receives and discards, on the load
+#        generator's CPU) instead of a real `txray collect`: on 2 cores the collector's storing takes CPU
+#        from the load generator, so the bare and the agent runs meet different loads (docs/performance.md)
 # bench/nginx_static/instructions.sh counts instructions instead (load-independent, callgrind).
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
@@ -54,11 +57,15 @@ http {
 }
 CONF
 
-"$TXRAY" collect --listen "ipc://$WORK/collect.sock" --db "$WORK/store.db" --status-interval 0 2>"$WORK/collect.err" &
-COLLECT_PID=$!
-
 WRK_PIN=() NGX_PIN=()
 if [ "$PIN" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then WRK_PIN=(taskset -c 0); NGX_PIN=(taskset -c 1); fi
+
+if [ "${COLLECTOR:-collect}" = sink ]; then
+  "${WRK_PIN[@]}" "$BUILD/bin/txray-bench-loadgen" --sink "ipc://$WORK/collect.sock" >"$WORK/sink.out" &
+else
+  "$TXRAY" collect --listen "ipc://$WORK/collect.sock" --db "$WORK/store.db" --status-interval 0 2>"$WORK/collect.err" &
+fi
+COLLECT_PID=$!
 
 start_nginx() {  # $1 = bare|agent; sets NGINX_PID (the master) and WORKER
   if [ "$1" = agent ]; then
@@ -109,6 +116,7 @@ done
 mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
 mbc=$(median "${bare_cpu[@]}"); mac=$(median "${agent_cpu[@]}"); mclk=$(median "${clk[@]}")
 LOAD="wrk -c$CONNS"; [ -n "${RATE:-}" ] && LOAD="txray-bench-loadgen -c$CONNS at $RATE req/s"
+[ "${COLLECTOR:-collect}" = sink ] && LOAD="$LOAD, agent sending to a discarding sink"
 echo "nginx_static: nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), 1 worker, 6-byte file, $LOAD${AGENT_ENV:+, agent with $AGENT_ENV}, ${SECS}s per run, $ROUNDS rounds alternating$( [ ${#NGX_PIN[@]} -gt 0 ] && echo ', worker on CPU 1, wrk on CPU 0')"
 echo "  bare  req/s: ${bare[*]}"
 echo "  agent req/s: ${agent[*]}"
