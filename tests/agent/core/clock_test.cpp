@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
 
+#include <cstring>
+
 #include "clock.h"
+#include "config.h"
 
 using namespace txray;
 
@@ -29,4 +32,22 @@ TEST(SwitchCheckedClock, APageNeverRewrittenAtASchedInTurnsItOff) {
   clock::thread_cpu_ns_at(clock::mono_ns(), &syscall);
   EXPECT_TRUE(syscall);
   clock::set_thread_switch_page(nullptr);
+}
+
+namespace {
+const char* g_value = nullptr;
+const char* clock_env(const char* k) { return !std::strcmp(k, "TXRAY_CPU_CLOCK") ? g_value : nullptr; }
+}  // namespace
+
+TEST(SwitchCheckedClock, Setting) {
+  auto env = [](const char* v) {
+    g_value = v;
+    return parse_config(clock_env);
+  };
+  EXPECT_TRUE(parse_config([](const char*) -> const char* { return nullptr; }).fast_cpu_clock);  // default
+  EXPECT_TRUE(env("auto").fast_cpu_clock);
+  EXPECT_FALSE(env("syscall").fast_cpu_clock);
+  Config bad = env("fast");
+  EXPECT_TRUE(bad.fast_cpu_clock);
+  EXPECT_NE(bad.problems.find("TXRAY_CPU_CLOCK='fast' is not auto|syscall"), std::string::npos) << bad.problems;
 }
