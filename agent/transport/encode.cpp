@@ -224,12 +224,11 @@ void encode_agent_info(std::string& out, const Identity& id, const selfcost::Uni
 
 }  // namespace
 
-bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
-                  const std::vector<Transaction*>& txs, std::string* out,
-                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
-                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
-  out->clear();
-  pb::Writer w(*out);
+namespace {
+bool encode_into(pb::Writer& w, const Identity& id, const Counters& c, uint64_t seq,
+                 const std::vector<Transaction*>& txs, const std::vector<transport::DropWindow>& windows,
+                 uint64_t sent_transactions, const std::vector<transport::SampledCount>* sampled_out,
+                 double sample_rate) {
   w.raw(agent_info(id, sample_rate));
   size_t d = w.begin(2);  // Batch.drops
   w.u64(1, c.queue_full.load(std::memory_order_relaxed));
@@ -269,6 +268,26 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
     }
   }
   return true;
+}
+}  // namespace
+
+bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
+                  const std::vector<Transaction*>& txs, std::string* out,
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
+                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
+  out->clear();
+  pb::Writer w(*out);
+  return encode_into(w, id, c, seq, txs, windows, sent_transactions, sampled_out, sample_rate);
+}
+
+bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
+                  const std::vector<Transaction*>& txs, BatchBuffer* out,
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
+                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
+  pb::Writer w(out->buf, pb::Writer::KeepSize{});
+  bool ok = encode_into(w, id, c, seq, txs, windows, sent_transactions, sampled_out, sample_rate);
+  out->len = ok ? w.size() : 0;
+  return ok;
 }
 
 }  // namespace txray

@@ -21,10 +21,15 @@ static_assert(std::endian::native == std::endian::little, "fixed64 fields are co
 class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) { attach(out.size()); }
-  // Writes from `pos` on, over what `out` already holds after it: its size up to there is room that
-  // needs no growing (issue 14: the batch buffer kept at its size between batches).
-  Writer(std::string& out, size_t pos) : out_(out) { attach(pos); }
-  ~Writer() { out_.resize(size_t(p_ - base_)); }
+  // Writes from the start of `out`, over what it holds: its size is room that needs no growing, and it
+  // keeps its size (at least what was written: size() says how much) when the Writer is done (issue 14:
+  // the batch buffer kept at its size between batches instead of grown again from empty).
+  struct KeepSize {};
+  Writer(std::string& out, KeepSize) : out_(out), keep_size_(true) { attach(0); }
+  ~Writer() {
+    if (!keep_size_) out_.resize(size());
+  }
+  size_t size() const { return size_t(p_ - base_); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
@@ -252,6 +257,7 @@ class Writer {
   }
 
   std::string& out_;
+  bool keep_size_ = false;
   char* base_ = nullptr;
   char* p_ = nullptr;    // next byte to write; out_ beyond it is room
   char* end_ = nullptr;
