@@ -133,9 +133,9 @@ class Newlines {
     } else if (n_ >= 64) {
       // The last bytes: the buffer's last 64 (never past its end), without those looked at already.
       mask_ = mask64(b_ + n_ - 64) >> (64 - left);
-    } else {  // a buffer shorter than 64 bytes (pos_ is 0)
+    } else {  // a buffer shorter than 64 bytes (pos_ is 0; an empty one may have no address)
       char tmp[64] = {};
-      std::memcpy(tmp, b_, n_);
+      if (n_) std::memcpy(tmp, b_, n_);
       mask_ = mask64(tmp);
     }
   }
