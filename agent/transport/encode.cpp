@@ -175,7 +175,7 @@ std::string_view agent_info(const Identity& id, double sample_rate) {
   const selfcost::Units& u = selfcost::units();
   uint64_t rate_bits = 0;
   if (sample_rate > 0) std::memcpy(&rate_bits, &sample_rate, sizeof rate_bits);
-  std::string status = cpu::status();
+  const std::string& status = cpu::status_now();
   if (c.valid && c.rate_bits == rate_bits && std::memcmp(&c.units, &u, sizeof u) == 0 && c.cpu_status == status &&
       same_identity(c.id, id))
     return c.bytes;
