@@ -169,6 +169,14 @@ __attribute__((always_inline)) inline const char* after_name(const char* p, cons
   return p < e && *p == ':' ? p + 1 : nullptr;
 }
 
+template <typename Fn>
+size_t each_header(std::string_view head, Newlines& nls, const char* first_nl, uint32_t first_letters, Fn fn);
+
+// Where the head ends (each_header's answer) when its lines are not looked at.
+size_t find_end(std::string_view head, Newlines& nls, const char* first_nl) {
+  return each_header(head, nls, first_nl, 0, [](const char*, const char*) {});
+}
+
 // Calls fn(p, line_end) for each header line after the first line of a head (`first_nl`: the '\n' that
 // ends it, from `nls`) whose name starts with one of `first_letters`, p at the name (spaces and tabs
 // before it skipped; not at line_end). Returns the end of the head (just after its empty line), or 0
@@ -228,16 +236,32 @@ int looks_like_request(std::string_view buf) {
   return (version == "HTTP/1.1" || version == "HTTP/1.0") ? 1 : -1;
 }
 
+namespace {
+size_t scan_request(std::string_view head, RequestHead* out, bool* parsed);
+}  // namespace
+
 bool parse_request_head(std::string_view head, RequestHead* out) {
+  bool ok;
+  scan_request(head, out, &ok);
+  return ok;
+}
+
+size_t parse_request(std::string_view data, RequestHead* out, bool* ok) { return scan_request(data, out, ok); }
+
+namespace {
+// Parses the request head at the start of `head` (*ok: valid), and returns where its empty line ends (0:
+// none in `head`; then *out holds the lines seen).
+size_t scan_request(std::string_view head, RequestHead* out, bool* parsed) {
+  *parsed = false;
   Newlines nls(head.data(), head.size());
   const char* nl = nls.next();
   std::string_view line = head.substr(0, nl ? size_t(nl - head.data()) : head.size());
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   size_t sp1 = line.find(' ');
   size_t sp2 = line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == sp1) return false;  // no method: not a request
+  if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == sp1) return find_end(head, nls, nl);  // no method: not a request
   std::string_view version = line.substr(sp2 + 1);
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return find_end(head, nls, nl);
   out->method = line.substr(0, sp1);
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   size_t q = target.find('?');
@@ -246,7 +270,7 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
   out->keep_alive = version == "HTTP/1.1";
   bool ok = true;
   // Only the headers txray keeps or needs for framing; the others are skipped on their first letter.
-  each_header(head, nls, nl, letters("hutc"), [&](const char* p, const char* e) {
+  size_t end = each_header(head, nls, nl, letters("hutc"), [&](const char* p, const char* e) {
     const char* v;
     auto value = [&] { return std::string_view(v, size_t(e - v)); };
     switch (*p | 0x20) {
@@ -272,8 +296,10 @@ bool parse_request_head(std::string_view head, RequestHead* out) {
         break;
     }
   });
-  return ok;
+  *parsed = ok;
+  return end;
 }
+}  // namespace
 
 namespace {
 // Parses a response head at the start of `data`; returns where it ends (0: no complete head in data,
