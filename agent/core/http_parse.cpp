@@ -230,9 +230,11 @@ int looks_like_request(std::string_view buf) {
   if (eol == std::string_view::npos) return buf.size() > kMaxHead ? -1 : 0;
   std::string_view line = buf.substr(0, eol);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  size_t sp = line.rfind(' ');
-  if (sp == std::string_view::npos || sp <= i) return -1;
-  std::string_view version = line.substr(sp + 1);
+  // The text after the line's last space is "HTTP/1.1" or "HTTP/1.0" exactly when the line ends with a
+  // space and those eight bytes (they hold no space): one compare, no search back for the space.
+  size_t n = line.size();
+  if (n < 9 || line[n - 9] != ' ' || n - 9 <= i) return -1;
+  std::string_view version = line.substr(n - 8);
   return (version == "HTTP/1.1" || version == "HTTP/1.0") ? 1 : -1;
 }
 
