@@ -334,6 +334,46 @@ std::string status() {
   return buf;
 }
 
+// status() is a function of these values alone: compared with those of the last call, they say whether
+// its text can be reused (issue 14: formatting it with snprintf every batch was ~1,500 instructions a
+// batch with a sampler on, ~190 a request under callgrind). One cache per thread, never destroyed (the
+// exit flush may ask after this thread's thread_local destructors ran).
+const std::string& status_now() {
+  struct Cache {
+    bool valid = false;
+    bool perf = false, stopped = false, keep_armed = false;
+    int sig = 0;
+    uint64_t period_ns = 0, unsampled = 0;
+    uint32_t stack_bytes = 0;
+    std::string open_error, why_off, perf_refused, text;
+  };
+  static thread_local Cache* cache = new Cache;
+  Cache& c = *cache;
+  bool perf_on = perf::active();
+  int sig = g_signal.load(std::memory_order_relaxed);
+  bool stopped = g_stopped.load(std::memory_order_relaxed);
+  uint32_t stack = perf_on ? perf::stack_bytes() : 0;
+  uint64_t unsampled = perf_on ? perf::threads_unsampled() : 0;
+  std::string open_error = unsampled ? perf::last_open_error() : std::string();
+  if (c.valid && c.perf == perf_on && c.sig == sig && c.stopped == stopped && c.keep_armed == g_keep_armed &&
+      c.period_ns == g_period_ns && c.stack_bytes == stack && c.unsampled == unsampled &&
+      c.open_error == open_error && c.why_off == g_why_off && c.perf_refused == g_perf_refused)
+    return c.text;
+  c.perf = perf_on;
+  c.sig = sig;
+  c.stopped = stopped;
+  c.keep_armed = g_keep_armed;
+  c.period_ns = g_period_ns;
+  c.stack_bytes = stack;
+  c.unsampled = unsampled;
+  c.open_error = open_error;
+  c.why_off = g_why_off;
+  c.perf_refused = g_perf_refused;
+  c.text = status();
+  c.valid = true;
+  return c.text;
+}
+
 void before_start(Transaction* t) {
   if (perf::active()) perf::before_start(t);
   else clock::page::on_begin();  // the switch-checked clock's page without the perf sampler

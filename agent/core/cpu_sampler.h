@@ -68,6 +68,9 @@ void init(const Config& c);
 // "perf, every 10000 us of thread CPU, …" / "signal 61, every …" / "off (TXRAY_CPU_SAMPLES=0)" …
 // (the first word names the sampler that runs: perf, signal or off)
 std::string status();
+// status() as the transport asks for it, once a batch: formatted again only when something it shows
+// changed (issue 14), else the text of the last call on this thread (valid until the next call).
+const std::string& status_now();
 Mechanism mechanism();
 
 // Transaction hooks (transaction.cpp): begin arms the calling thread's timer, end disarms it and moves

@@ -93,12 +93,16 @@ void HttpConn::on_read(const char* p, size_t n) {
 bool HttpConn::try_begin_in_place(const char* p, size_t n) {
   std::string_view data(p, n);
   if (http::looks_like_request(data) != 1) return false;
-  size_t end = http::find_head_end(data, 0);
+  // The head's end found in the pass that parses it (issue 14: find_head_end was a pass of its own).
+  http::RequestHead head;
+  bool ok;
+  size_t end = http::parse_request(data, &head, &ok);
   if (end == 0) return false;
-  if (!begin_request(data.substr(0, end))) {
+  if (!ok) {
     watching = false;
     return true;
   }
+  begin_parsed(head, end);
   // What followed the head in the same read: this request's body, then possibly the next request.
   size_t used = req_body.feed(p + end, n - end);
   tx->bytes_read += used;
@@ -112,6 +116,12 @@ bool HttpConn::try_begin_in_place(const char* p, size_t n) {
 bool HttpConn::begin_request(std::string_view head_bytes) {
   http::RequestHead head;
   if (!http::parse_request_head(head_bytes, &head)) return false;
+  begin_parsed(head, head_bytes.size());
+  return true;
+}
+
+// Begins the transaction of a parsed request head of head_size bytes (its views valid during the call).
+void HttpConn::begin_parsed(const http::RequestHead& head, size_t head_size) {
   // "METHOD path" built on the stack: no allocation (tx::begin keeps 1,024 bytes of a name).
   char name[1024];
   size_t len = head.method.size() < sizeof name ? head.method.size() : sizeof name;
@@ -122,7 +132,7 @@ bool HttpConn::begin_request(std::string_view head_bytes) {
   len += take;
   tx = tx::begin(std::string_view(name, len), "http");
   tx->client_addr = client_addr;
-  tx->bytes_read = head_bytes.size();
+  tx->bytes_read = head_size;
   auto attr = [&](std::string_view key, std::string_view value) {
     Attr& a = tx->attrs.emplace_back();
     a.key.assign(key);
@@ -146,7 +156,6 @@ bool HttpConn::begin_request(std::string_view head_bytes) {
   if (head.chunked) req_body.reset(http::BodyFramer::Mode::chunked);
   else if (head.content_length > 0) req_body.reset(http::BodyFramer::Mode::length, uint64_t(head.content_length));
   else req_body.reset(http::BodyFramer::Mode::none);
-  return true;
 }
 
 // The request asked for `Upgrade: h2c` and the server answered 101 (RFC 7540 §3.2): from the next

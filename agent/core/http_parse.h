@@ -32,6 +32,10 @@ struct RequestHead {
 };
 // Parses a complete request head. False when it is not a valid HTTP/1.x request head.
 bool parse_request_head(std::string_view head, RequestHead* out);
+// The same on bytes that begin with a request head (and may hold more after it), in the same pass as
+// finding its end: returns find_head_end(data, 0) (0: no whole head, *out not to be used), and *ok is
+// what parse_request_head(data.substr(0, end)) returns (issue 14: one pass over the head, not two).
+size_t parse_request(std::string_view data, RequestHead* out, bool* ok);
 
 struct ResponseHead {
   int status = 0;

@@ -17,10 +17,14 @@ namespace txray {
 namespace {
 
 void write_attr(pb::Writer& w, int field, std::string_view key, std::string_view value) {
-  size_t m = w.begin(field);
-  w.str(1, key);
-  w.str(2, value);
-  w.end(m);
+  size_t m;
+  {
+    pb::Writer::Run r(w, pb::Writer::kBegin + pb::Writer::room_for(key) + pb::Writer::room_for(value));
+    m = r.begin(field, 1);
+    r.str(1, key);
+    r.str(2, value);
+  }
+  w.end(m, 1);
 }
 void write_attr(pb::Writer& w, int field, const Attr& a) { write_attr(w, field, a.key, a.value); }
 
@@ -36,29 +40,44 @@ void write_row_hot(pb::Writer& w, const cpu::RowHot& r) {
   w.u64(20, r.samples);
 }
 
+using Run = pb::Writer::Run;
+constexpr size_t kField = pb::Writer::kField;
+constexpr size_t kBegin = pb::Writer::kBegin;
+using pb::Writer;
+
 void write_step(pb::Writer& w, const Step& s, const cpu::RowHot* hot) {
-  size_t m = w.begin(19);  // Transaction.steps
-  w.u64(1, uint64_t(s.kind));
-  w.i32(2, s.parent);
-  w.u64(3, s.start_offset_ns);
-  w.u64(4, s.gap_ns);
-  w.u64(5, s.cpu_ns);
-  w.u64(6, s.elapsed_ns);
-  w.u64(7, s.bytes_read);
-  w.u64(8, s.bytes_written);
-  w.str(9, s.text);
-  w.str(10, s.error);
+  std::string_view text = s.text, error = s.error;
+  size_t m;
+  {
+    // Runs of fields under one room check each (pb::Writer::Run): the fields before the attributes, and
+    // those after them.
+    Run r(w, kBegin + 8 * kField + Writer::room_for(text) + Writer::room_for(error));
+    m = r.begin(19, 1);  // Transaction.steps
+    r.u64(1, uint64_t(s.kind));
+    r.i32(2, s.parent);
+    r.u64(3, s.start_offset_ns);
+    r.u64(4, s.gap_ns);
+    r.u64(5, s.cpu_ns);
+    r.u64(6, s.elapsed_ns);
+    r.u64(7, s.bytes_read);
+    r.u64(8, s.bytes_written);
+    r.str(9, text);
+    r.str(10, error);
+  }
   if (!s.binds.empty()) write_attr(w, 11, "binds", s.binds);
   for (const auto& a : s.attrs) write_attr(w, 11, a);
-  w.fixed64(12, s.id);
-  w.i64(13, s.rows);
-  w.u64(14, s.fetch_ns);
-  w.fixed64(15, s.fingerprint);
-  w.i32(16, s.status);
-  w.i64(17, s.changes);
+  {
+    Run r(w, 6 * kField);
+    r.fixed64(12, s.id);
+    r.i64(13, s.rows);
+    r.u64(14, s.fetch_ns);
+    r.fixed64(15, s.fingerprint);
+    r.i32(16, s.status);
+    r.i64(17, s.changes);
+  }
   if (hot) write_row_hot(w, *hot);
   if (s.stack) wire::write_stack(w, 18, s.stack->ip, s.stack->n);
-  w.end(m);
+  w.end(m, 1);
 }
 
 void write_summary(pb::Writer& w, const StepSummary& s) {
@@ -76,25 +95,32 @@ void write_summary(pb::Writer& w, const StepSummary& s) {
 }
 
 void write_transaction(pb::Writer& w, const Transaction& t) {
-  size_t m = w.begin(5);  // Batch.transactions
-  w.fixed64(1, t.txid);
-  w.bytes(2, std::string_view(reinterpret_cast<const char*>(t.trace_id), 16));
-  w.fixed64(3, t.parent_span_id);
-  w.str(4, t.name);
-  w.u64(5, t.start_unix_ns);
-  w.u64(6, t.elapsed_ns);
-  w.u64(7, t.cpu_ns);
-  w.u64(8, t.totals.sql_ns);
-  w.u64(9, t.totals.fetch_ns);
-  w.u64(10, t.totals.call_ns);
-  w.u64(11, t.totals.sql_count);
-  w.u64(12, t.totals.call_count);
-  w.str(13, t.client_addr);
-  w.i32(14, t.status);
-  w.str(15, t.error);
-  w.u64(16, t.bytes_read);
-  w.u64(17, t.bytes_written);
-  w.u64(18, t.tid);
+  std::string_view name = t.name, client = t.client_addr, error = t.error;
+  std::string_view trace(reinterpret_cast<const char*>(t.trace_id), 16);
+  size_t m;
+  {
+    Run r(w, kBegin + 15 * kField + Writer::room_for(trace) + Writer::room_for(name) + Writer::room_for(client) +
+                 Writer::room_for(error));
+    m = r.begin(5, 2);  // Batch.transactions
+    r.fixed64(1, t.txid);
+    r.bytes(2, trace);
+    r.fixed64(3, t.parent_span_id);
+    r.str(4, name);
+    r.u64(5, t.start_unix_ns);
+    r.u64(6, t.elapsed_ns);
+    r.u64(7, t.cpu_ns);
+    r.u64(8, t.totals.sql_ns);
+    r.u64(9, t.totals.fetch_ns);
+    r.u64(10, t.totals.call_ns);
+    r.u64(11, t.totals.sql_count);
+    r.u64(12, t.totals.call_count);
+    r.str(13, client);
+    r.i32(14, t.status);
+    r.str(15, error);
+    r.u64(16, t.bytes_read);
+    r.u64(17, t.bytes_written);
+    r.u64(18, t.tid);
+  }
   const auto& hot = t.cpu_profile.rows;  // sorted by row
   size_t h = 0;
   for (size_t i = 0; i < t.steps.size(); ++i) {
@@ -103,9 +129,13 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
   }
   for (const auto& s : t.summary) write_summary(w, s);
   for (const auto& a : t.attrs) write_attr(w, 21, a);
-  w.str(22, t.kind);
-  w.u64(26, t.agent_cost_ns);
-  w.u64(27, t.agent_thread_ns);
+  {
+    std::string_view kind = t.kind;
+    Run r(w, Writer::room_for(kind) + 2 * kField);
+    r.str(22, kind);
+    r.u64(26, t.agent_cost_ns);
+    r.u64(27, t.agent_thread_ns);
+  }
   for (const auto& st : t.cpu_profile.stacks) {
     size_t k = w.begin(24);  // Transaction.cpu_stacks
     w.str(1, st.folded);
@@ -113,7 +143,7 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
     w.end(k);
   }
   w.u64(25, t.cpu_samples_dropped);
-  w.end(m);
+  w.end(m, 2);
 }
 
 
@@ -145,7 +175,7 @@ std::string_view agent_info(const Identity& id, double sample_rate) {
   const selfcost::Units& u = selfcost::units();
   uint64_t rate_bits = 0;
   if (sample_rate > 0) std::memcpy(&rate_bits, &sample_rate, sizeof rate_bits);
-  std::string status = cpu::status();
+  const std::string& status = cpu::status_now();
   if (c.valid && c.rate_bits == rate_bits && std::memcmp(&c.units, &u, sizeof u) == 0 && c.cpu_status == status &&
       same_identity(c.id, id))
     return c.bytes;
@@ -194,12 +224,11 @@ void encode_agent_info(std::string& out, const Identity& id, const selfcost::Uni
 
 }  // namespace
 
-bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
-                  const std::vector<Transaction*>& txs, std::string* out,
-                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
-                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
-  out->clear();
-  pb::Writer w(*out);
+namespace {
+bool encode_into(pb::Writer& w, const Identity& id, const Counters& c, uint64_t seq,
+                 const std::vector<Transaction*>& txs, const std::vector<transport::DropWindow>& windows,
+                 uint64_t sent_transactions, const std::vector<transport::SampledCount>* sampled_out,
+                 double sample_rate) {
   w.raw(agent_info(id, sample_rate));
   size_t d = w.begin(2);  // Batch.drops
   w.u64(1, c.queue_full.load(std::memory_order_relaxed));
@@ -239,6 +268,26 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
     }
   }
   return true;
+}
+}  // namespace
+
+bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
+                  const std::vector<Transaction*>& txs, std::string* out,
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
+                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
+  out->clear();
+  pb::Writer w(*out);
+  return encode_into(w, id, c, seq, txs, windows, sent_transactions, sampled_out, sample_rate);
+}
+
+bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
+                  const std::vector<Transaction*>& txs, BatchBuffer* out,
+                  const std::vector<transport::DropWindow>& windows, uint64_t sent_transactions,
+                  const std::vector<transport::SampledCount>* sampled_out, double sample_rate) {
+  pb::Writer w(out->buf, pb::Writer::KeepSize{});
+  bool ok = encode_into(w, id, c, seq, txs, windows, sent_transactions, sampled_out, sample_rate);
+  out->len = ok ? w.size() : 0;
+  return ok;
 }
 
 }  // namespace txray

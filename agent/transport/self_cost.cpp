@@ -98,7 +98,7 @@ void calibrate() {
   // Requests: host side, then the agent thread's part (encode in batches of kTxLoop, free).
   std::vector<Transaction*> txs;
   txs.reserve(kTxLoop);
-  std::string buf;
+  BatchBuffer buf;  // as the transport's
   Identity id;
   Counters c;
   double agent_tx[kReps];

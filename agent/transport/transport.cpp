@@ -238,7 +238,7 @@ class Sender {
       if (!batch.empty()) counters().drop(DropReason::encode_failed, batch.size(), clock::unix_ns());
       return false;
     }
-    if (push_.send(buf_.data(), buf_.size(), bounded(kSendNs))) {
+    if (push_.send(buf_.bytes().data(), buf_.len, bounded(kSendNs))) {
       windows_.delivered(clock::mono_ns());
       sampler_.delivered();
       sent_tx_ += batch.size();
@@ -288,7 +288,7 @@ class Sender {
   bool down_ = false;
   uint64_t next_attempt_ns_ = 0;
   uint64_t seq_ = 0;
-  std::string buf_;
+  BatchBuffer buf_;  // kept at its size between batches
   DropWindows windows_;
   HeadSampler sampler_;
   uint64_t sent_tx_ = 0;  // transactions in batches that went into a connection (Batch.sent_transactions)
