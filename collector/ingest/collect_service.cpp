@@ -284,11 +284,12 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   if (s.tap) full += s.tap->status();  // the OTLP export's counters
   std::fprintf(stderr,
-               "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total, agents dropped %" PRIu64
+               "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total (%" PRIu64
+               " received), agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
                ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s%s%s\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
-               secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, s.agent_drops.load(), s.malformed.load(),
+               secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, recv, s.agent_drops.load(), s.malformed.load(),
                s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
                s.refused_peers.load(), s.unlisted_keys.load(), queued, shedding, sampled.c_str(), full.c_str());
 }
