@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "hold.h"
 #include "http_parse.h"
 
 namespace txray {
@@ -22,9 +23,8 @@ struct Transaction;
 class H2Server;  // h2_conn.h
 
 struct HttpConn {
-  // Held while one thread works on this state (see socket_events.cpp: ConnGuard). Not a mutex: a signal
-  // handler writing to the same connection must never deadlock.
-  std::atomic_flag busy;
+  // Held while one thread works on this state (socket_events.cpp: ConnGuard; hold.h).
+  HoldFlag lock;
   std::string client_addr;
   int fd = -1;               // the connection's descriptor
   uint32_t seq = 0;          // requests begun on this connection so far (the current one's number)

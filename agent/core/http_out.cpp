@@ -1,7 +1,5 @@
 #include "http_out.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -19,6 +17,7 @@
 #include "h2_inject.h"
 #include "http_client.h"
 #include "hint_board.h"
+#include "hold.h"
 #include "http_inject.h"
 #include "recorder.h"
 #include "span_owner.h"
@@ -39,8 +38,7 @@ struct HttpClientConn {
   // Held while one thread works on this state: a client may write a request on one thread and read its
   // response on another (the JDK's HttpClient writes from worker threads and reads on its selector
   // thread, which may still be in the read hook when the next request goes out).
-  std::atomic_flag busy;
-  std::atomic<uint32_t> holder{0};  // tid of the thread holding `busy`
+  HoldFlag lock;
   HttpClientTracker tracker;
   HeaderInjector inj;
   CallSink sink;
@@ -108,39 +106,14 @@ HttpClientConn* http_conn(FdSlot* s) {
 }
 
 
-// The connection's state for the calling thread while it lives. Another thread holds it for a few
-// microseconds at most, unless it was descheduled in between: then this waits, yielding, for up to a few
-// thousand turns — a missed response would leave the tracker one response behind for the connection's
-// life. The holder being this very thread (a signal handler interrupted it) skips at once. A skip is
-// counted.
-class Busy {
+// The connection's state for the calling thread while it lives (hold.h). A missed response would leave
+// the tracker one response behind for the connection's life, so a descheduled holder is waited for; but
+// write_through() holds it across the real write, which may block (a full send buffer), so the wait is
+// shorter than a server connection's: a reader must not stall its program for long behind a writer.
+class Busy : public Hold {
  public:
-  explicit Busy(HttpClientConn* c) {
-    if (!c) return;
-    uint32_t me = tx::this_tid();
-    for (int i = 0; i < 4096; ++i) {
-      if (!c->busy.test_and_set(std::memory_order_acquire)) {
-        c->holder.store(me, std::memory_order_relaxed);
-        c_ = c;
-        return;
-      }
-      if (c->holder.load(std::memory_order_relaxed) == me) break;
-      if (i >= 8) sched_yield();
-    }
-    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
-  }
-  ~Busy() {
-    if (c_) {
-      c_->holder.store(0, std::memory_order_relaxed);
-      c_->busy.clear(std::memory_order_release);
-    }
-  }
-  Busy(const Busy&) = delete;
-  Busy& operator=(const Busy&) = delete;
-  explicit operator bool() const { return c_ != nullptr; }
-
- private:
-  HttpClientConn* c_ = nullptr;
+  static constexpr uint64_t kMaxWaitNs = 10'000'000;
+  explicit Busy(HttpClientConn* c) : Hold(c ? &c->lock : nullptr, kMaxWaitNs) {}
 };
 
 // A row opened for a request whose head never went out completely ends here, failed.

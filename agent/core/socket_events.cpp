@@ -1,6 +1,5 @@
 #include "socket_events.h"
 
-#include <sched.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "hold.h"
 #include "http_conn.h"
 #include "ids.h"
 #include "transaction.h"
@@ -21,33 +21,17 @@ namespace {
 HttpConn* conn_of(FdSlot* s) { return s->conn.load(std::memory_order_acquire); }
 
 // One thread at a time works on a connection's HTTP state: a server may read and write one connection
-// from two threads, and a slot is reused by the next connection on the same fd number. Never waits for
-// long (a signal handler may interrupt the holder on the same thread): after a short spin the event is
-// skipped and counted.
+// from two threads, and a slot is reused by the next connection on the same fd number (hold.h: waits
+// for a descheduled holder, never for the calling thread itself).
 class ConnGuard {
  public:
-  explicit ConnGuard(FdSlot* s) {
-    HttpConn* c = conn_of(s);
-    if (!c) return;
-    for (int i = 0; i < 64; ++i) {
-      if (!c->busy.test_and_set(std::memory_order_acquire)) {
-        c_ = c;
-        return;
-      }
-      if (i >= 8) sched_yield();
-    }
-    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
-  }
-  ~ConnGuard() {
-    if (c_) c_->busy.clear(std::memory_order_release);
-  }
-  ConnGuard(const ConnGuard&) = delete;
-  ConnGuard& operator=(const ConnGuard&) = delete;
+  explicit ConnGuard(FdSlot* s) : c_(conn_of(s)), hold_(c_ ? &c_->lock : nullptr) {}
   HttpConn* operator->() const { return c_; }
-  explicit operator bool() const { return c_ != nullptr; }
+  explicit operator bool() const { return bool(hold_); }
 
  private:
-  HttpConn* c_ = nullptr;
+  HttpConn* c_;
+  Hold hold_;
 };
 
 }  // namespace
@@ -237,11 +221,11 @@ Transaction* request_on(int fd, uint32_t n, uint64_t txid) {
   FdSlot* s = fds::peek(fd);
   if (!s || s->kind.load(std::memory_order_acquire) != FdKind::inbound) return nullptr;
   HttpConn* c = conn_of(s);
-  if (!c || c->busy.test_and_set(std::memory_order_acquire)) return nullptr;
+  if (!c || !c->lock.try_take(tx::this_tid())) return nullptr;
   Transaction* t = c->tx;  // alive while the guard is held: ending it takes the guard
   if (t && ((n && c->seq != n) || (txid && t->txid != txid))) t = nullptr;
   if (t && !(t->mt || t->tid == tx::this_tid())) t = nullptr;  // another thread's: not touched from here
-  c->busy.clear(std::memory_order_release);
+  c->lock.release();
   return t;
 }
 
@@ -284,7 +268,7 @@ void after_fork_child() {
     if (s.kind.load(std::memory_order_relaxed) != FdKind::inbound) return;
     if (HttpConn* c = conn_of(&s)) {
       c->forget_after_fork();  // the parent's: not ended (nor freed) here
-      c->busy.clear();     // a parent thread that held it does not exist in the child
+      c->lock.reset_after_fork();
     }
   });
 }

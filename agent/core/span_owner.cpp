@@ -1,10 +1,9 @@
 #include "span_owner.h"
 
-#include <sched.h>
-
 #include <atomic>
 
 #include "counters.h"
+#include "hold.h"
 #include "ids.h"
 #include "transaction.h"
 
@@ -29,8 +28,7 @@ size_t g_used = 0;
 std::atomic<bool> g_enabled{false};
 std::atomic<uint32_t> g_generation{1};
 
-std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
-std::atomic<uint32_t> g_holder{0};
+HoldFlag g_lock;
 
 struct Counts {
   std::atomic<uint64_t> requests{0}, ambiguous{0}, named{0}, unknown{0}, taken{0}, expired{0}, full{0};
@@ -38,38 +36,20 @@ struct Counts {
 
 void count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
-// The table's lock. Held for a few hash probes (a scan of the table only when a request ends with spans
-// still named for it): a thread that finds it taken yields and retries; the holder being this very
-// thread (a signal handler interrupted it) gives up at once. Giving up is counted; the callers then
-// leave the call unattributed, as without a shim.
+// The table's lock (hold.h). Held for a few hash probes (a scan of the table only when a request ends
+// with spans still named for it). Giving up is counted; the callers then leave the call unattributed, as
+// without a shim — except request_ended(), which must not miss and waits as long as a connection does.
+constexpr uint64_t kShortWaitNs = 10'000'000;
+
 class Locked {
  public:
-  explicit Locked(int tries) {
-    uint32_t me = tx::this_tid();
-    for (int i = 0; i < tries; ++i) {
-      if (!g_busy.test_and_set(std::memory_order_acquire)) {
-        g_holder.store(me, std::memory_order_relaxed);
-        ok_ = true;
-        return;
-      }
-      if (g_holder.load(std::memory_order_relaxed) == me) break;
-      if (i >= 8) sched_yield();
-    }
-    count(g_counts.full);
-    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+  explicit Locked(uint64_t max_wait_ns) : hold_(&g_lock, max_wait_ns) {
+    if (!hold_) count(g_counts.full);
   }
-  ~Locked() {
-    if (ok_) {
-      g_holder.store(0, std::memory_order_relaxed);
-      g_busy.clear(std::memory_order_release);
-    }
-  }
-  Locked(const Locked&) = delete;
-  Locked& operator=(const Locked&) = delete;
-  explicit operator bool() const { return ok_; }
+  explicit operator bool() const { return bool(hold_); }
 
  private:
-  bool ok_ = false;
+  Hold hold_;
 };
 
 size_t home(uint64_t key, uint8_t kind) {
@@ -137,7 +117,7 @@ bool request_began(Transaction* t) {
   // nesting of one thread's calls under another's. Set before the table makes it visible.
   t->mt = true;
   t->flat = true;
-  Locked lock(4096);
+  Locked lock(kShortWaitNs);
   if (!lock) return false;
   if (Entry* e = find(t->parent_span_id, kRequest)) {
     // Another request in flight has the same caller span: from now on neither can be told apart.
@@ -164,7 +144,7 @@ void request_ended(Transaction* t) {
   if (!t) return;
   // Must not be missed (the entry would hold the request back from the sink): the holder is another
   // thread for a few probes, so this waits longer than the others before it gives up.
-  Locked lock(1 << 20);
+  Locked lock(Hold::kDefaultWaitNs);
   if (!lock) return;
   uint64_t parent = t->parent_span_id;
   Entry* e = find(parent, kRequest);
@@ -198,7 +178,7 @@ void request_ended(Transaction* t) {
 
 uint64_t name_span(uint64_t parent) {
   if (!parent || !enabled()) return 0;
-  Locked lock(4096);
+  Locked lock(kShortWaitNs);
   if (!lock) return 0;
   Entry* r = find(parent, kRequest);
   if (!r || !r->t) {
@@ -226,7 +206,7 @@ uint64_t name_span(uint64_t parent) {
 
 Transaction* take(uint64_t span) {
   if (!span || !enabled()) return nullptr;
-  Locked lock(4096);
+  Locked lock(kShortWaitNs);
   if (!lock) return nullptr;
   Entry* s = find(span, kSpan);
   if (!s) return nullptr;
@@ -253,8 +233,7 @@ void after_fork_child() {
     for (size_t i = 0; i < kSlots; ++i)
       if (g_slots[i].kind != kFree) g_slots[i] = Entry{};
   g_used = 0;
-  g_busy.clear(std::memory_order_relaxed);  // a thread of the parent may have held it at fork time
-  g_holder.store(0, std::memory_order_relaxed);
+  g_lock.reset_after_fork();  // a thread of the parent may have held it at fork time
   uint32_t g = g_generation.load(std::memory_order_relaxed) + 1;
   g_generation.store(g == 0 ? 1 : g, std::memory_order_relaxed);
 }
@@ -268,7 +247,7 @@ Stats stats() {
   s.taken = g_counts.taken.load(std::memory_order_relaxed);
   s.expired = g_counts.expired.load(std::memory_order_relaxed);
   s.full = g_counts.full.load(std::memory_order_relaxed);
-  if (Locked lock(4096); lock) s.entries = g_used;
+  if (Locked lock(kShortWaitNs); lock) s.entries = g_used;
   return s;
 }
 
