@@ -49,7 +49,9 @@ class MpscQueue {
       size_t seq = cell->seq(pos & mask_);
       intptr_t diff = intptr_t(seq) - intptr_t(pos);
       if (diff == 0) {
-        if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+        // Sequentially consistent: a producer's read of a flag after push() (transport.cpp: the agent
+        // thread's `quiet`) is ordered after it (the same lock cmpxchg on x86).
+        if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) break;
       } else if (diff < 0) {
         return false;  // full
       } else {

@@ -151,15 +151,16 @@ void drain_and_prune(perf::Ring& r, Side& side) {
 
 }  // namespace
 
-void poll() {
-  if (!perf::active()) return;
+bool poll() {
+  if (!perf::active()) return false;
   std::lock_guard<std::mutex> lock(*g_mu);
   size_t n = perf::ring_count();
-  bool prepared = false;
+  bool prepared = false, in_flight = false;
   for (size_t i = 0; i < n; ++i) {
     perf::Ring& r = *perf::ring(i);
     int st = r.state.load(std::memory_order_acquire);
     if ((st != perf::Ring::kLive && st != perf::Ring::kExited) || !r.base) continue;
+    in_flight = in_flight || r.refs.load(std::memory_order_relaxed) > 0;
     if (!prepared) prepare(), prepared = true;
     Side* sp = side_of(r);
     if (!sp) continue;
@@ -173,6 +174,7 @@ void poll() {
       r.state.store(perf::Ring::kFree, std::memory_order_release);
     }
   }
+  return in_flight;
 }
 
 void settle(Transaction& t) {

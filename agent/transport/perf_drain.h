@@ -4,8 +4,8 @@
 // START and its END, as cpu::RawSample (what the signal sampler's handler makes), so transport/cpu_profile
 // puts them in rows by time exactly as it does for the signal sampler.
 //
-// When: poll() at every turn of the agent thread's loop (every 5 ms at most), so a ring never holds
-// more than a few ms of samples; settle() for every finished transaction the agent thread takes, before
+// When: poll() at every turn of the agent thread's loop (every 5 ms while transactions run), so a ring
+// never holds more than a few ms of their samples; settle() for every finished transaction the agent thread takes, before
 // it is encoded (it drains the transaction's ring first: every sample up to its END is in the ring by
 // then, written by the kernel on the sampled thread's CPU before END was stamped).
 //
@@ -23,7 +23,9 @@ struct Transaction;
 
 namespace cpu::perfdrain {
 
-void poll();
+// Returns whether a transaction is in flight on a sampled thread (its samples are coming in): the agent
+// thread keeps its short turns then (transport.cpp).
+bool poll();
 void settle(Transaction& t);
 uint64_t lost_total();
 

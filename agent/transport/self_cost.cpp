@@ -12,6 +12,7 @@
 #include "../core/clock.h"
 #include "../core/fd_table.h"
 #include "../core/http_conn.h"
+#include "../core/perf_sampler.h"
 #include "../core/socket_events.h"
 #include "../core/transaction.h"
 #include "encode.h"
@@ -79,6 +80,14 @@ void run_requests(std::vector<Transaction*>* out, uint64_t* host_ns) {
   attr::t_window_fd = -1;
 }
 
+// A calibration transaction is let go as the agent thread lets go of any, its perf ring's reference with
+// it: deleted with the reference held, the agent thread's own ring looked "in flight" for ever, and the
+// thread never went into its long wait (transport.cpp).
+void let_go(Transaction* t) {
+  if (t->cpu_ring) cpu::perf::on_end(t);  // the rows' one never ended: its ring still names it
+  tx::recycle(t);
+}
+
 }  // namespace
 
 void calibrate() {
@@ -114,7 +123,7 @@ void calibrate() {
     clock::force_syscall_on_this_thread(false);
     uint64_t t0 = cpu_now();
     encode_batch(id, c, 1, txs, &buf);
-    for (Transaction* t : txs) delete t;
+    for (Transaction* t : txs) let_go(t);
     uint64_t agent = cpu_now() - t0;
     size_t n = txs.size() ? txs.size() : 1;
     host_tx[r] = double(host) / double(n);
@@ -126,7 +135,7 @@ void calibrate() {
     double fast_reads = 0;
     run_requests(&txs, &fast);
     for (Transaction* t : txs) fast_reads += double(t->rows) - double(t->cpu_clock_syscalls);
-    for (Transaction* t : txs) delete t;
+    for (Transaction* t : txs) let_go(t);
     host_tx_fast[r] = fast_reads > 0 ? double(fast) / double(n) : host_tx[r];
     if (fast_reads > 0) fast_reads_seen = true;
   }
@@ -154,7 +163,7 @@ void calibrate() {
     uint64_t e0 = cpu_now();
     encode_batch(id, c, 1, one, &buf);
     enc_row[rep++ % kReps] = double(cpu_now() - e0) / kRowLoop;
-    delete t;
+    let_go(t);
     *n = kRowLoop;
     return ns;
   });

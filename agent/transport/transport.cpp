@@ -46,7 +46,13 @@ constexpr uint64_t kExitHandshakeNs = 250'000'000;
 constexpr uint64_t kSendNs = 1'000'000'000;         // a batch the collector does not take in this time: dropped
 constexpr uint64_t kReconnectNs = 100'000'000;      // between connection attempts (libzmq's reconnect_ivl)
 constexpr uint64_t kHeartbeatNs = 1'000'000'000;    // counters-only batch when drops changed meanwhile
+// The agent thread's turns: every 5 ms while transactions come (the queue is polled: pushing costs the
+// host no system call), every 200 ms once nothing came for a second (kQuietTurns): an idle service is not
+// woken 200 times a second by its agent. Going quiet, the thread says so (State::quiet) and the next push
+// wakes it at once: the one system call a host thread makes here, once per quiet spell.
 constexpr uint64_t kIdleSleepNs = 5'000'000;
+constexpr uint64_t kQuietSleepNs = 200'000'000;
+constexpr uint32_t kQuietTurns = 200;
 constexpr uint64_t kRotateNs = 1'000'000'000;       // unattributed steps are sent about once a second
 // A forked child whose first transaction ends this soon after the fork does not start the agent thread
 // for it: most such children exit right away, and flush() sends for them on the exiting thread (a
@@ -65,6 +71,10 @@ struct State {
   std::atomic<uint32_t> exited{0};
   std::atomic<uint32_t> wake{0};  // bumped by flush(): the agent thread stops its idle wait at once
   std::atomic<bool> busy{false};  // the agent thread holds transactions it took from the queue
+  // The agent thread's long wait (kQuietSleepNs) is on: a push wakes it. Its own cache line: every push
+  // reads it, the agent thread writes it once per quiet spell.
+  alignas(64) std::atomic<bool> quiet{false};
+  std::atomic<uint64_t> quiet_spells{0}, woken_by_host{0};
   explicit State(size_t cap, const Identity& i) : queue(cap), id(i) {}
 };
 
@@ -103,6 +113,14 @@ uint64_t drops_signature(const Counters& c) {
          c.steps_summarized.load();
 }
 
+// A transaction that begins in a quiet spell does not wake the agent thread, and its thread's perf ring
+// fills meanwhile: the long wait lasts at most 10 sampling periods (the ring holds 24 samples).
+uint64_t quiet_wait_ns() {
+  if (!cpu::perf::active()) return kQuietSleepNs;
+  uint64_t ten = uint64_t(config().cpu_sample_ms) * 10'000'000ull;
+  return ten < kIdleSleepNs ? kIdleSleepNs : ten < kQuietSleepNs ? ten : kQuietSleepNs;
+}
+
 class Sender {
  public:
   explicit Sender(State* st)
@@ -123,6 +141,7 @@ class Sender {
     batch.reserve(8);
     uint64_t last_sent = 0, last_sig = drops_signature(counters()), last_rotate = clock::mono_ns();
     bool exit_windows_sent = false, exit_sampled_sent = false;
+    uint32_t quiet_turns = 0;  // turns in a row with nothing to send and no sampled transaction running
     for (;;) {
       uint64_t work0 = thread_cpu();  // the agent's own cost: this iteration's work (self_cost.h)
       uint32_t wake = st_->wake.load(std::memory_order_acquire);
@@ -133,7 +152,8 @@ class Sender {
         cpu::check_host_signal();
         last_rotate = t;
       }
-      cpu::perfdrain::poll();  // the perf sampler's rings: drained every turn (perf_drain.h)
+      // The perf sampler's rings: drained every turn (perf_drain.h); samples coming in keep turns short.
+      bool sampling = cpu::perfdrain::poll();
       while (batch.size() < kMaxBatch)
         if (Transaction* t = st_->queue.pop()) {
           cpu::perfdrain::settle(*t);  // its samples, before anything looks at it
@@ -153,6 +173,7 @@ class Sender {
       if (!batch.empty() || last_windows || last_sampled ||
           ((sig != last_sig || windows_.want_send() || !sampler_.pending().empty()) && now - last_sent > kHeartbeatNs)) {
         if (exiting) exit_windows_sent = exit_sampled_sent = true;
+        if (!batch.empty()) quiet_turns = 0;  // a counters-only heartbeat (once a second) is no activity
         bool encoded = send(batch, exiting);
         for (Transaction* t : batch) tx::recycle(t);  // back to begin()'s pool
         if (encoded && !batch.empty()) note_agent_work(thread_cpu() - work0);
@@ -163,7 +184,19 @@ class Sender {
       }
       if (exiting) break;
       st_->busy.store(false, std::memory_order_seq_cst);
-      futex_wait(&st_->wake, wake, kIdleSleepNs);  // the ring is polled: pushing costs the host no syscall
+      quiet_turns = sampling ? 0 : quiet_turns + 1;
+      if (quiet_turns < kQuietTurns) {
+        futex_wait(&st_->wake, wake, kIdleSleepNs);
+        continue;
+      }
+      // Quiet: say so, then look at the queue once more (enqueue() pushes, then reads `quiet`: one of
+      // the two sees the other), and wait long; a push or flush() changes `wake` and ends the wait.
+      st_->quiet.store(true, std::memory_order_seq_cst);
+      if (st_->queue.empty() && !st_->exit_requested.load(std::memory_order_seq_cst)) {
+        st_->quiet_spells.fetch_add(1, std::memory_order_relaxed);
+        futex_wait(&st_->wake, wake, quiet_wait_ns());
+      }
+      st_->quiet.store(false, std::memory_order_seq_cst);
     }
     // The kernel delivers what the socket holds after it is closed (and after the process exits).
     push_.close();
@@ -387,7 +420,25 @@ void enqueue(Transaction* t) {
     tx::recycle(t);
     return;
   }
+  // The agent thread is in its long wait: wake it (push() was a sequentially consistent step, so this
+  // read cannot miss a `quiet` set before the thread's last look at the queue).
+  if (__builtin_expect(st->quiet.load(std::memory_order_seq_cst), 0) &&
+      st->quiet.exchange(false, std::memory_order_acq_rel)) {
+    st->woken_by_host.fetch_add(1, std::memory_order_relaxed);
+    st->wake.fetch_add(1, std::memory_order_acq_rel);
+    futex_wake(&st->wake);
+  }
   if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0) && thread_wanted()) start_thread(st);
+}
+
+IdleStats idle_stats() {
+  IdleStats r;
+  if (State* st = g_state.load(std::memory_order_acquire)) {
+    r.quiet_spells = st->quiet_spells.load(std::memory_order_relaxed);
+    r.woken_by_host = st->woken_by_host.load(std::memory_order_relaxed);
+    r.quiet = st->quiet.load(std::memory_order_relaxed);
+  }
+  return r;
 }
 
 void begin_exit() { g_exiting.store(true, std::memory_order_release); }

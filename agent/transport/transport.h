@@ -1,7 +1,8 @@
 // The transport: finished transactions leave the host's threads through a bounded lock-free queue and
 // one agent thread (started on first use, all signals blocked) encodes them in batches and sends them
-// with a ZeroMQ PUSH socket. The host never blocks and never makes a system call here: a full queue
-// drops the transaction and counts it; a refused send (collector away) counts it as send_failed.
+// with a ZeroMQ PUSH socket. The host never blocks here: a full queue drops the transaction and counts
+// it; a refused send (collector away) counts it as send_failed. The host makes no system call here
+// either, except the first push after a quiet spell, which wakes the agent thread from its long wait.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,14 @@ bool flush(uint32_t timeout_ms, bool here_too = true);
 // copy of the parent's connection, resets the counters; the child's own queue, identity, thread and
 // connection are made when it first sends.
 void after_fork_child();
+
+// The agent thread's long waits (quiet spells begun) and the pushes that ended one (tests, docs).
+struct IdleStats {
+  uint64_t quiet_spells = 0;
+  uint64_t woken_by_host = 0;
+  bool quiet = false;  // in its long wait now
+};
+IdleStats idle_stats();
 
 // Process-mode transaction names use the identity's argv_name.
 const Identity& identity();

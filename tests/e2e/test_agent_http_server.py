@@ -1,6 +1,7 @@
 """The agent in `python3 -m http.server`: 20 curl requests for files of known sizes give 20 transactions
 `GET /<file>`, status 200, bytes_written == the bytes curl received; sums hold; show prints a profile."""
 import os
+import time
 
 from agenttools import curl, start_http_server, stop
 from txraytest import Collector, TxrayTestCase, check_sums, show_json, show_text, wait_transactions
@@ -57,3 +58,34 @@ class AgentHttpServer(TxrayTestCase):
         self.assertEqual(t["name"], "GET /missing")
         self.assertEqual(t["status"], 404)
         check_sums(self, t)
+
+    def test_idle_service_agent_thread_sleeps_and_wakes_for_the_next_request(self):
+        """An idle service is not woken 200 times a second by its agent: a second without transactions
+        puts the agent thread into its long wait (200 ms), and the next request still arrives."""
+        folder = os.path.join(self.tmp, "www")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "a.txt"), "w") as f:
+            f.write("hello\n")
+        with Collector(self.tmp) as c:
+            server, port = start_http_server(self, c.endpoint, folder)
+            self.assertEqual(curl(f"http://127.0.0.1:{port}/a.txt")[0], 200)
+            wait_transactions(c.db, 1)
+
+            def agent_switches():
+                for task in os.listdir(f"/proc/{server.pid}/task"):
+                    with open(f"/proc/{server.pid}/task/{task}/comm") as f:
+                        if f.read().strip() != "txray-agent":
+                            continue
+                    with open(f"/proc/{server.pid}/task/{task}/status") as f:
+                        return sum(int(l.split()[1]) for l in f if l.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")))
+                self.fail("no txray-agent thread")
+
+            time.sleep(1.5)  # the quiet second
+            a = agent_switches()
+            time.sleep(3)
+            woke = agent_switches() - a
+            # 3 s of 200 ms waits: ~15 turns (and a few more); with 5 ms turns it was ~600.
+            self.assertLess(woke, 90, "the idle agent thread wakes too often")
+            self.assertEqual(curl(f"http://127.0.0.1:{port}/a.txt?again=1")[0], 200)
+            wait_transactions(c.db, 2)
+            stop(server)

@@ -306,3 +306,23 @@ TEST(Encode, EveryFieldRoundTripsThroughTheGeneratedCode) {
   EXPECT_EQ(pt.summary(0).rows(), -4);
   EXPECT_EQ(pt.summary(0).bytes_written(), 7u);
 }
+
+// An agent thread with nothing to do for a second goes into its long wait (so an idle service is not
+// woken 200 times a second), and the next transaction wakes it at once: the push sees it quiet and wakes
+// it (counted), rather than waiting for the long wait to run out.
+TEST_F(TransportTest, QuietAgentThreadIsWokenByTheNextTransaction) {
+  bind_pull();
+  start_transport();
+  finish_one("GET /before");
+  v1::Batch b;
+  ASSERT_TRUE(receive_transactions(&b));
+  for (int i = 0; i < 1000 && !transport::idle_stats().quiet; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  transport::IdleStats before = transport::idle_stats();
+  ASSERT_TRUE(before.quiet) << "the agent thread never went quiet";
+  EXPECT_GE(before.quiet_spells, 1u);
+  finish_one("GET /after");
+  EXPECT_EQ(transport::idle_stats().woken_by_host, before.woken_by_host + 1);
+  ASSERT_TRUE(receive_transactions(&b));
+  EXPECT_EQ(b.transactions(0).name(), "GET /after");
+}
