@@ -11,7 +11,8 @@
 # load, so the server's own CPU time per request (all its threads, the agent's included) is printed too.
 # Issue 14's figure is printed too: added CPU per request / (2 x one thread-CPU clock read measured in the
 # same run), target <= 1.5 (the two reads a transaction needs: START and END).
-# Usage: bench/http_server/run.sh BUILD_DIR   (env: ROUNDS=5 SECONDS_PER_RUN=3 CONNS=4 BURN_US="0 100")
+# Usage: bench/http_server/run.sh BUILD_DIR   (env: ROUNDS=5 SECONDS_PER_RUN=3 CONNS=4 BURN_US="0 100",
+#        AGENT_ENV="K=V ...": settings for the agent runs, e.g. TXRAY_CPU_SAMPLES=0)
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 SERVER=$BUILD/bin/txray-burner
@@ -33,7 +34,7 @@ trap cleanup EXIT
 start_server() {  # $1 = bare|agent; sets SERVER_PID and PORT
   : >"$WORK/server.out"
   if [ "$1" = agent ]; then
-    LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/sink.sock" TXRAY_APP=bench-http \
+    env LD_PRELOAD=$AGENT TXRAY_COLLECTOR="ipc://$WORK/sink.sock" TXRAY_APP=bench-http ${AGENT_ENV:-} \
       "$SERVER" serve --listen 127.0.0.1:0 --backend none --burn-us "$BURN" >"$WORK/server.out" & SERVER_PID=$!
   else
     "$SERVER" serve --listen 127.0.0.1:0 --backend none --burn-us "$BURN" >"$WORK/server.out" & SERVER_PID=$!
@@ -68,7 +69,7 @@ for BURN in $BURN_LIST; do
   median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
   mb=$(median "${bare[@]}"); ma=$(median "${agent[@]}")
   mbc=$(median "${bare_cpu[@]}"); mac=$(median "${agent_cpu[@]}")
-  echo "http_server: txray-burner (no back-end, $BURN us of CPU per request), $CONNS keep-alive connections, ${SECS}s per run, $ROUNDS rounds alternating"
+  echo "http_server: txray-burner (no back-end, $BURN us of CPU per request), $CONNS keep-alive connections${AGENT_ENV:+, agent with $AGENT_ENV}, ${SECS}s per run, $ROUNDS rounds alternating"
   echo "  bare  req/s: ${bare[*]}"
   echo "  agent req/s: ${agent[*]}"
   echo "  bare  server CPU us/request: ${bare_cpu[*]}"
