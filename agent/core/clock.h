@@ -14,9 +14,19 @@
 // the vCPU and interrupt time, while the thread stayed on its CPU (measured here: +13 ns per 22 us window
 // on average). The first thread verifies, with one short sleep, that the kernel does rewrite the page at
 // a sched-in; if not, every thread keeps the system call. TXRAY_CPU_CLOCK=syscall turns it off.
+//
+// Where the kernel lets user space read time from the page (cap_user_time: bare metal and VMs whose
+// sched_clock is the TSC; not this development VM, whose kvm-clock leaves it 0), no anchor is needed at
+// all: the task clock is the page's time_running at its last update plus the TSC time since
+// (user_time_delta()), valid right after a switch too, so every read of such a thread skips the system
+// call. Its values are the perf task clock, which does not count what the kernel bills a thread for
+// being switched in; a thread's first such read is paired with one system-call read, and its values go
+// on from there (never mixed with the system call's).
 #pragma once
 
 #include <cstdint>
+
+struct perf_event_mmap_page;
 
 namespace txray::clock {
 
@@ -41,6 +51,16 @@ int switch_checked_state();
 void force_syscall_on_this_thread(bool on);
 // A forked child: the parent's pages are not mapped there (the thread that forked forgets its own).
 void forget_thread_page();
+
+// The page's time since its last update, in ns, from a cycle count (perf_event_mmap_page's documented
+// conversion; `short_` is cap_user_time_short, where the page's counter is narrower than 64 bits).
+uint64_t user_time_delta(uint64_t cyc, uint16_t shift, uint32_t mult, uint64_t offset, bool short_,
+                         uint64_t time_cycles, uint64_t time_mask);
+// The task clock read from the page alone: false when the page does not allow it (no cap_user_time, not
+// x86-64) or kept changing under the read.
+bool task_clock_from_page(const perf_event_mmap_page* page, uint64_t* ns);
+// Whether the calling thread's reads take the page's task clock (cap_user_time).
+bool thread_uses_user_time();
 
 struct Source {
   uint64_t (*mono)();

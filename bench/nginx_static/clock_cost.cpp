@@ -3,7 +3,9 @@
 //   clock_gettime  CLOCK_THREAD_CPUTIME_ID (a system call on this kind of VM: no vDSO path)
 //   perf_read      read() of a perf_event task-clock descriptor (a system call too)
 //   perf_mmap      the task clock read from its mmap page in user space (rdtsc + the page's time
-//                  fields), only where the page says cap_user_time = 1; "unavailable" otherwise
+//                  fields: the agent's own read, core/clock.h), only where the page says
+//                  cap_user_time = 1 (then the agent reads every thread's CPU clock so); "unavailable"
+//                  otherwise (this development VM: kvm-clock)
 //   switch_checked the agent's own read (core/clock.h): the page's sequence and a CLOCK_MONOTONIC read
 //                  while the thread has not been switched out (the system call when it has; a tight
 //                  loop on a quiet CPU is rarely switched out, so this is the fast path's price)
@@ -12,7 +14,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -64,22 +65,11 @@ uint64_t perf_read() {
   return v;
 }
 
-// The task clock from user space: the kernel's time_enabled at the last update plus the TSC cycles since,
-// scaled (perf_event_mmap_page documentation).
+// The task clock from user space (cap_user_time): the agent's own read of it (core/clock.h).
 uint64_t perf_mmap() {
-  uint32_t seq;
-  uint64_t enabled, delta;
-  do {
-    seq = g_page->lock;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    enabled = g_page->time_enabled;
-    uint64_t cyc = __rdtsc();
-    uint64_t quot = cyc >> g_page->time_shift;
-    uint64_t rem = cyc & ((uint64_t(1) << g_page->time_shift) - 1);
-    delta = g_page->time_offset + quot * g_page->time_mult + ((rem * g_page->time_mult) >> g_page->time_shift);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  } while (g_page->lock != seq);
-  return enabled + delta;
+  uint64_t v = 0;
+  txray::clock::task_clock_from_page(g_page, &v);
+  return v;
 }
 
 }  // namespace
@@ -105,7 +95,9 @@ int main(int argc, char** argv) {
   }
   g_page = static_cast<perf_event_mmap_page*>(p);
   txray::clock::set_thread_switch_page(g_page);
-  if (txray::clock::switch_checked_state() == 1)
+  if (txray::clock::thread_uses_user_time())  // the agent takes the page's task clock: every read cheap
+    std::printf("switch_checked unavailable (the agent reads the page's task clock here: see perf_mmap)\n");
+  else if (txray::clock::switch_checked_state() == 1)
     std::printf("switch_checked %.1f\n", median_ns(switch_checked, n));
   else
     std::printf("switch_checked unavailable (the page is not rewritten at a sched-in)\n");
