@@ -14,7 +14,7 @@
 # agent thread), from a second file per thread (--separate-threads=yes).
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
-AGENT=$BUILD/lib/libtxray-agent.so
+AGENT=${AGENT_LIB:-$BUILD/lib/libtxray-agent.so}
 TXRAY=$BUILD/bin/txray
 NGINX=${NGINX:-/usr/sbin/nginx}
 WARMUP=${WARMUP:-500}
