@@ -69,7 +69,7 @@ struct State {
   std::atomic<bool> exit_requested{false};
   std::atomic<uint64_t> exit_deadline_ns{~0ull};  // flush(): no wait of the agent thread goes past it
   std::atomic<uint32_t> exited{0};
-  std::atomic<uint32_t> wake{0};  // bumped by flush(): the agent thread stops its idle wait at once
+  std::atomic<uint32_t> wake{0};  // bumped by flush() and by a push ending a quiet spell: the wait ends at once
   std::atomic<bool> busy{false};  // the agent thread holds transactions it took from the queue
   // The agent thread's long wait (kQuietSleepNs) is on: a push wakes it. Its own cache line: every push
   // reads it, the agent thread writes it once per quiet spell.
