@@ -47,6 +47,13 @@ struct Anchor {
 thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
 thread_local bool t_forced __attribute__((tls_model("initial-exec"))) = false;
 
+// The value handed out: never below the last one, so GAP and CPU_T sums stay exact.
+uint64_t hand_out(Anchor& a, uint64_t v) {
+  if (v < a.last) v = a.last;
+  a.last = v;
+  return v;
+}
+
 uint32_t page_lock(const perf_event_mmap_page* p) {
   return __atomic_load_n(&p->lock, __ATOMIC_ACQUIRE);
 }
@@ -112,18 +119,13 @@ uint64_t thread_cpu_ns_at(uint64_t now, bool* syscall) {
   if (a.user_time) {
     uint64_t tc;
     if (a.ut_anchored && task_clock_from_page(a.page, &tc) && tc >= a.ut_tc0) {
-      uint64_t v = a.ut_base + (tc - a.ut_tc0);
-      if (v < a.last) v = a.last;
-      a.last = v;
       *syscall = false;
-      return v;
+      return hand_out(a, a.ut_base + (tc - a.ut_tc0));
     }
     // The pairing (or the page would not give a value this time: the system call, re-paired).
     a.ut_anchored = false;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t cpu = real_thread_cpu();
-    if (cpu < a.last) cpu = a.last;
-    a.last = cpu;
+    uint64_t cpu = hand_out(a, real_thread_cpu());
     if (task_clock_from_page(a.page, &tc)) {
       a.ut_base = cpu;
       a.ut_tc0 = tc;
@@ -135,21 +137,15 @@ uint64_t thread_cpu_ns_at(uint64_t now, bool* syscall) {
   }
   uint32_t seq = page_lock(a.page);
   if (a.anchored && seq == a.lock && now >= a.mono) {
-    uint64_t v = a.cpu + (now - a.mono);
-    if (v < a.last) v = a.last;
-    a.last = v;
     *syscall = false;
-    return v;
+    return hand_out(a, a.cpu + (now - a.mono));
   }
   a.anchored = false;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  uint64_t cpu = real_thread_cpu();
-  uint64_t mono = real_mono();
-  if (cpu < a.last) cpu = a.last;
+  uint64_t cpu = hand_out(a, real_thread_cpu());
+  a.mono = real_mono();
   a.lock = seq;  // read before the system call: a switch during it re-anchors at the next read
   a.cpu = cpu;
-  a.mono = mono;
-  a.last = cpu;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   a.anchored = true;
   *syscall = true;

@@ -8,6 +8,14 @@ from txraytest import Collector, TxrayTestCase, check_sums, show_json, show_text
 
 
 class AgentHttpServer(TxrayTestCase):
+    def one_file_folder(self):
+        """A folder to serve holding one small file, a.txt."""
+        folder = os.path.join(self.tmp, "www")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "a.txt"), "w") as f:
+            f.write("hello\n")
+        return folder
+
     def test_twenty_file_requests(self):
         folder = os.path.join(self.tmp, "www")
         os.makedirs(folder)
@@ -44,10 +52,7 @@ class AgentHttpServer(TxrayTestCase):
         self.assertIn("TOTAL[", text)
 
     def test_missing_file_is_404_and_keep_alive_is_one_transaction_per_request(self):
-        folder = os.path.join(self.tmp, "www")
-        os.makedirs(folder)
-        with open(os.path.join(folder, "a.txt"), "w") as f:
-            f.write("hello\n")
+        folder = self.one_file_folder()
         with Collector(self.tmp) as c:
             server, port = start_http_server(self, c.endpoint, folder)
             code, _ = curl(f"http://127.0.0.1:{port}/missing")
@@ -62,10 +67,7 @@ class AgentHttpServer(TxrayTestCase):
     def test_idle_service_agent_thread_sleeps_and_wakes_for_the_next_request(self):
         """An idle service is not woken 200 times a second by its agent: a second without transactions
         puts the agent thread into its long wait (200 ms), and the next request still arrives."""
-        folder = os.path.join(self.tmp, "www")
-        os.makedirs(folder)
-        with open(os.path.join(folder, "a.txt"), "w") as f:
-            f.write("hello\n")
+        folder = self.one_file_folder()
         with Collector(self.tmp) as c:
             server, port = start_http_server(self, c.endpoint, folder)
             self.assertEqual(curl(f"http://127.0.0.1:{port}/a.txt")[0], 200)
