@@ -1,10 +1,8 @@
 """Helpers of the reliability tests: run a subject program bare and under the agent, drive it with plain
 HTTP requests, and compare what the two runs did."""
 import os
-import resource
 import socket
 import subprocess
-import time
 
 from txraytest import BIN, agent_env, bare_env, free_port, wait_port
 
@@ -50,13 +48,3 @@ class Run:
         self.rc, self.out, self.err = self.proc.returncode, out.decode(), err.decode()
         return self
 
-
-def timed(argv, env, timeout=120):
-    """Runs argv to the end; returns (wall seconds, CPU seconds of it and all its children, CompletedProcess)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    r = subprocess.run(argv, env=env, capture_output=True, timeout=timeout)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, r
