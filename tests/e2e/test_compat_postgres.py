@@ -20,7 +20,7 @@ import unittest
 from compat import agent_loaded, clean_env, matrix_case, print_table, process_name, record, steps, \
     traced_env, transactions, wait_named
 from pgserver import PG_BIN, PGBENCH, PSQL, PgServer, available
-from txraytest import Collector, TxrayTestCase, free_port, wait_for
+from txraytest import Collector, TxrayTestCase, free_port, shared_agent, wait_for
 
 
 def tearDownModule():
@@ -153,7 +153,11 @@ class Postgres(TxrayTestCase):
         log = os.path.join(pg.dir, f"log-{side}")
         def env(app, mode=None):
             return traced_env(col.endpoint, app, mode) if col else clean_env()
-        res = {"start": pg.start_with(side, env("postgres"), log)}
+        server_env = env("postgres")
+        if col:
+            # The server runs as postgres, which may not be able to enter the build tree: it loads a copy.
+            server_env["LD_PRELOAD"] = shared_agent()
+        res = {"start": pg.start_with(side, server_env, log)}
         if col:
             self.assertTrue(agent_loaded(pg.postmaster_pid()), "the agent is not loaded in the postmaster")
         conn = pg.conn_args()

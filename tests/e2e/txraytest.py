@@ -4,10 +4,13 @@ The tests start a real collector (`txray collect`) on a private ipc:// endpoint 
 run real programs with the agent preloaded, and read the result back with `txray show --json`.
 Paths come from the environment CTest sets: TXRAY_BUILD_DIR (the CMake binary dir) and TXRAY_SOURCE_DIR.
 """
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -111,6 +114,51 @@ def agent_env(endpoint, app=None, mode=None, extra=None):
     if extra:
         env.update(extra)
     return env
+
+
+_shared_agent = None
+
+
+def shared_agent():
+    """A copy of the agent library (and the runtime shims staged beside it) that any user can load: for
+    servers that drop to another user (PostgreSQL runs as `postgres`). The build tree may sit in a folder
+    only its owner can enter (a clone in a mode-0700 home); ld.so in the other user's process then cannot
+    open build/lib/libtxray-agent.so and ignores LD_PRELOAD. The copy lives in a fresh folder of mode 0755
+    under the first temporary folder every user can reach and map code from, made once per test process
+    and removed at its exit. The agent needs nothing else at run time (libc only)."""
+    global _shared_agent
+    if _shared_agent:
+        return _shared_agent
+
+    def reachable(path):  # every folder up to the root lets others through, and code may be mapped there
+        p = os.path.realpath(path)
+        try:
+            if os.statvfs(p).f_flag & os.ST_NOEXEC:
+                return False
+            while True:
+                if not os.stat(p).st_mode & stat.S_IXOTH:
+                    return False
+                if p == "/":
+                    return True
+                p = os.path.dirname(p)
+        except OSError:
+            return False
+    base = next((d for d in (tempfile.gettempdir(), "/tmp", "/var/tmp") if reachable(d)), None)
+    if base is None:
+        raise RuntimeError("no temporary folder that every user can reach and map code from")
+    folder = tempfile.mkdtemp(prefix="txray-agent-", dir=base)
+    atexit.register(shutil.rmtree, folder, True)
+    lib = os.path.join(folder, "libtxray-agent.so")
+    shutil.copyfile(AGENT, lib)
+    runtimes = os.path.join(os.path.dirname(AGENT), "txray", "runtimes")
+    if os.path.isdir(runtimes):
+        shutil.copytree(runtimes, os.path.join(folder, "txray", "runtimes"))
+    for root, dirs, files in os.walk(folder):
+        os.chmod(root, 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o755 if f.endswith(".so") else 0o644)
+    _shared_agent = lib
+    return lib
 
 
 def bare_env(extra=None):
