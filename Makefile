@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test package soak fuzz demo bench clean
+.PHONY: all deps configure build test stability package soak fuzz demo bench clean
 
 all: build
 
@@ -22,6 +22,11 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
+
+# The whole suite repeated, quiet and beside busy loops, to show no test depends on the load
+# (scripts/stability.sh: RUNS quiet runs, default 5, and BUSY_RUNS with two `yes` loops, default 3).
+stability: build
+	bash scripts/stability.sh $(BUILD_DIR)
 
 # The Debian packages txray-agent, txray, txray-viewer into $(BUILD_DIR)/ (docs/install.md).
 package: build
