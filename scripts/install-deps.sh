@@ -17,6 +17,7 @@ PKGS=(
   python3-mysqldb python3-pymysql                # Python MySQL drivers of test_mariadb (C over libmariadb; pure Python)
   curl python3 procps
   strace                          # reliability.test_exit_cost counts the system calls of forked children
+  valgrind                        # samples.test_orders counts instructions per call (callgrind); benches too
   nginx openjdk-17-jdk-headless   # fronts of the attribution tests (tests/e2e/test_attr_*.py)
   nodejs                          # bench/node_hints (Node.js >= 18; the machine has 20)
   wrk apache2-utils git           # programs of the compatibility matrix (tests/e2e/test_compat_*.py; ab is in apache2-utils)
