@@ -229,9 +229,11 @@ class CpuSamplesTest(TxrayTestCase):
         # A CPU-time timer fires at a kernel tick that finds the thread running; this program runs in
         # ~11 us bursts between 1 ms sleeps, and on an otherwise idle CPU the tick is stopped between them
         # (NO_HZ), so how many samples one run gets depends on the neighbours' load (19 in one run, 2 in a
-        # quiet CI run). Runs are repeated, each checked for EINTR, until the samples add up (at most 4).
+        # quiet CI run, 0-5 here): a count of chance tick hits, so runs are repeated, each checked for
+        # EINTR, until more than 5 samples were taken (at most 8 runs), and the test asks only that some
+        # were (without one, no wait was interrupted by a sample and the EINTR check tested nothing).
         samples, runs = 0, 0
-        while runs < 4 and (runs == 0 or (self.SAMPLER == "signal" and samples <= 5)):
+        while runs < 8 and (runs == 0 or (self.SAMPLER == "signal" and samples <= 5)):
             runs += 1
             with Collector(self.tmp, endpoint=f"ipc://{self.tmp}/waits{runs}.sock", db=f"{self.tmp}/waits{runs}.db") as c:
                 traced = subprocess.run(argv, env=agent_env(c.endpoint, app="waits", extra={"TXRAY_CPU_SAMPLE_MS": "1"}),
@@ -245,7 +247,7 @@ class CpuSamplesTest(TxrayTestCase):
             # The signal sampler's timer counts the thread's kernel time too: samples fell inside the waits.
             # The perf sampler counts user time only (exclude_kernel) and sends no signal at all: it may take
             # none here, and a wait can never return EINTR because of it.
-            self.assertGreater(samples, 5, [t["cpu_ns"] for t in txs])
+            self.assertGreater(samples, 0, [t["cpu_ns"] for t in txs])
         print(f"\n{self.SAMPLER}: {traced.stdout.strip()} with {samples} samples taken during the waits ({runs} runs)")
 
     def test_off(self):
