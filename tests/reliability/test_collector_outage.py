@@ -2,6 +2,13 @@
 per keep-alive connection, 200 us of CPU per request) takes steady load from txray-bench-loadgen while the
 collector runs, is stopped for D seconds, and is started again on the same endpoint and store.
 
+The load is paced (RATE requests/s, TXRAY_OUTAGE_RATE): back to back it followed the machine's speed
+(2,300-7,600 requests/s between runs), and at the top of that range a collector sharing a busy machine
+with another test fell behind by more than the agent's 1 s send bound: the agent then drops the
+connection (a frame cut short cannot be resumed) and what sat in it is lost in flight, a second outage
+the test did not make. Paced well below what the collector stores on a loaded 2-core VM (3,000-4,000/s
+seen with two busy loops beside), the outage is the test's own.
+
 Checked, with the figures printed (no timing decides: counts and orders):
 - the service never stalls: every request is answered, and it answered requests in every quarter of the
   outage (a service waiting for the collector answers none once its queue is full: a few ms at this load);
@@ -37,6 +44,7 @@ from txraytest import BIN, TXRAY, Collector, TxrayTestCase, agent_env, free_port
 DOWN = float(os.environ.get("TXRAY_OUTAGE_SECONDS", "10"))
 MIN_RATIO = os.environ.get("TXRAY_OUTAGE_MIN_RATIO")  # throughput away / up, asserted when set (make soak)
 MAX_CPU = os.environ.get("TXRAY_OUTAGE_MAX_CPU")      # CPU per request away / up, asserted when set (make soak)
+RATE = float(os.environ.get("TXRAY_OUTAGE_RATE", "1500"))  # requests/s offered, both connections together
 UP = 6.0      # collector running, before the outage (the first second is warm-up)
 AFTER = 6.0   # after the restart
 BURNER = os.path.join(BIN, "txray-burner")
@@ -100,7 +108,7 @@ class CollectorOutage(TxrayTestCase):
         timeline_file = os.path.join(self.tmp, "timeline")
         total = UP + DOWN + AFTER + 8  # + the collector's stop (0.1 s; 7-10 s under load before it closed its endpoint first)
         load = self.spawn([LOADGEN, "--port", str(port), "--connections", "2", "--seconds", str(total),
-                           "--path", "/load", "--timeline", timeline_file],
+                           "--path", "/load", "--rate", str(RATE), "--timeline", timeline_file],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t_load = time.time()
         time.sleep(1)  # warm-up
