@@ -13,7 +13,12 @@ the collector's threads (receiving+decoding thread "txray", writer thread "txray
 threads) read from /proc over the same window. The collector is a two-stage pipeline, so on two
 otherwise idle cores its rate is bounded by its busiest thread: N / max(thread CPU) is printed as the
 "CPU-bound rate" beside the raw inserter's N / CPU.
-Environment: TXRAY_BENCH_TX (default 50000), TXRAY_BENCH_RUNS (default 5)."""
+Environment: TXRAY_BENCH_TX (default 50000), TXRAY_BENCH_RUNS (default 5); TXRAY_BENCH_COLLECT_ARGS (more
+`txray collect` options, e.g. --no-redact), TXRAY_BENCH_SENDER_ARGS (more txray-test-sender options, e.g.
+--queries: transactions with query strings for the collector's masking to scan).
+
+TXRAY_BENCH_DECODE=ROUNDS also times the receiving thread's decode alone (parse, truncate, validate, mask)
+on the same transactions, masking off / default / the default written as a regex: CPU ns per transaction."""
 import json
 import os
 import signal
@@ -31,6 +36,9 @@ N = int(os.environ.get("TXRAY_BENCH_TX", "50000"))
 RUNS = int(os.environ.get("TXRAY_BENCH_RUNS", "5"))
 STEPS = 10
 PER_BATCH = int(os.environ.get("TXRAY_BENCH_PER_BATCH", "100"))
+COLLECT_ARGS = os.environ.get("TXRAY_BENCH_COLLECT_ARGS", "").split()
+SENDER_ARGS = os.environ.get("TXRAY_BENCH_SENDER_ARGS", "").split()
+DECODE_ROUNDS = int(os.environ.get("TXRAY_BENCH_DECODE", "0"))
 
 
 def counts(db):
@@ -82,7 +90,7 @@ def raw_run(tmp, i, no_checkpoint=False):
     db = os.path.join(tmp, f"raw{i}.db")
     extra = ["--raw-no-checkpoint"] if no_checkpoint else []
     out = json.loads(subprocess.run([SENDER, "--raw-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
-                                     "--per-batch", str(PER_BATCH), "--seed", str(i + 1), *extra],
+                                     "--per-batch", str(PER_BATCH), "--seed", str(i + 1), *extra, *SENDER_ARGS],
                                     check=True, capture_output=True, text=True).stdout)
     assert counts(db) == (N, N * STEPS), counts(db)
     remove_db(db)
@@ -93,7 +101,7 @@ def writer_run(tmp, i):
     """Diagnostic: the store's Writer alone (no ZeroMQ, no decoding) on the same batches."""
     db = os.path.join(tmp, f"writer{i}.db")
     out = subprocess.run([SENDER, "--writer-sqlite", db, "--transactions", str(N), "--steps", str(STEPS),
-                          "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                          "--per-batch", str(PER_BATCH), "--seed", str(i + 1), *SENDER_ARGS],
                          check=True, capture_output=True, text=True).stdout
     assert counts(db) == (N, N * STEPS), counts(db)
     remove_db(db)
@@ -104,7 +112,10 @@ def writer_run(tmp, i):
 def collector_run(tmp, i):
     db = os.path.join(tmp, f"col{i}.db")
     ep = f"ipc://{tmp}/c{i}.sock"
-    col = subprocess.Popen([TXRAY, "collect", "--listen", ep, "--db", db, "--status-interval", "0"],
+    # --no-shed: this measures storing every row. On a loaded machine the writer queue fills and load
+    # shedding would store fewer transactions than were sent, and the wait for all N would never end.
+    col = subprocess.Popen([TXRAY, "collect", "--listen", ep, "--db", db, "--status-interval", "0", "--no-shed",
+                            *COLLECT_ARGS],
                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     while not os.path.exists(ep[len("ipc://"):]):
@@ -112,7 +123,7 @@ def collector_run(tmp, i):
             raise RuntimeError("collector did not start")
         time.sleep(float(os.environ.get("TXRAY_BENCH_POLL_S", "0.02")))
     sender = subprocess.Popen([SENDER, "--endpoint", ep, "--transactions", str(N), "--steps", str(STEPS),
-                               "--per-batch", str(PER_BATCH), "--seed", str(i + 1)],
+                               "--per-batch", str(PER_BATCH), "--seed", str(i + 1), *SENDER_ARGS],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sender.stderr.readline()  # "sending N messages": generation is done
     t0 = time.perf_counter()
@@ -157,7 +168,9 @@ def main():
     r_cpu = statistics.median(raw_cpu)
     busiest = statistics.median(max(v for k, v in cpu.items()) for cpu in col_cpu)
     total = statistics.median(sum(cpu.values()) for cpu in col_cpu)
-    print(f"collector ingest of {N:,} {STEPS}-step transactions ({PER_BATCH} per message), median of {RUNS} runs:")
+    extra = " ".join(SENDER_ARGS + COLLECT_ARGS)
+    print(f"collector ingest of {N:,} {STEPS}-step transactions ({PER_BATCH} per message), median of {RUNS} runs"
+          f"{' (' + extra + ')' if extra else ''}:")
     print(f"  raw SQLite inserts (baseline): {r:>10,.0f} tx/s")
     print(f"  txray collect (ZeroMQ->SQLite): {c:>9,.0f} tx/s")
     paired = statistics.median(cr / rr for cr, rr in zip(col, raw))
@@ -171,6 +184,17 @@ def main():
           f"its own): {nc:,.0f} tx/s; collector = {c / nc:.1%} of that")
     print(f"  diagnostic: the store's writer alone (no ZeroMQ, no decode): {w:,.0f} tx/s = {w / r:.1%} of raw "
           f"(CPU {statistics.median(wr_cpu):.2f}s vs raw {r_cpu:.2f}s)")
+    recv = statistics.median(cpu.get("txray", 0.0) for cpu in col_cpu)
+    print(f"  the receiving thread (decode, checks, masking; 'txray'): {recv:.3f}s CPU = {recv / N * 1e6:.2f} us per "
+          f"transaction (median)")
+    if DECODE_ROUNDS:
+        out = json.loads(subprocess.run([SENDER, "--decode-bench", str(DECODE_ROUNDS), "--transactions", str(N),
+                                         "--steps", str(STEPS), "--per-batch", str(PER_BATCH), *SENDER_ARGS],
+                                        check=True, capture_output=True, text=True).stdout)
+        d = out["decode_ns_per_tx"]
+        print(f"  decode alone, CPU ns per transaction (median of {DECODE_ROUNDS} rounds, taking turns): masking off "
+              f"{d['off']:,.0f}, default {d['default']:,.0f} ({d['default'] - d['off']:+,.0f}), default as a regex "
+              f"{d['pattern']:,.0f} ({d['pattern'] - d['off']:+,.0f}); values masked per round {out['masked']}")
     print(f"  machine load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

@@ -1,5 +1,6 @@
 // txray collect [--listen ENDPOINT] [--db FILE] [--curve-secret-key FILE --allowed-clients FILE | --insecure]
 //               [--status-interval S] [--max-message-mib M] [--keep-slower-than MS] [--shed-at PCT] [--no-shed]
+//               [--redact-pattern REGEX | --no-redact]
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include "collect_service.h"
 #include "commands.h"
 #include "exporter.h"
+#include "redact_options.h"
 
 namespace txray::cli {
 
@@ -73,6 +75,8 @@ int collect_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-shed", no_shed,
                "never shed: when the store is behind, the agents wait, then drop and count (as before)");
+  RedactArgs redact;
+  add_redact_options(app, redact);
   app.add_option("--debug-store-delay-us", store_delay_us,
                  "test/debug only: the writer sleeps this long per transaction stored (a slow store on purpose)")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}))
@@ -84,6 +88,10 @@ int collect_main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   opts.limits.max_message_bytes = static_cast<size_t>(max_message_mib * (1 << 20));
+  if (!redact_policy(redact, "txray collect", &opts.limits.redact)) return 2;
+  if (!opts.limits.redact)
+    std::fprintf(stderr, "txray collect: --no-redact: values that look like credentials are stored (and forwarded) "
+                         "as the agents send them\n");
   opts.shed.enabled = !no_shed;
   opts.shed.keep_slower_than_ns = static_cast<int64_t>(keep_slower_ms * 1e6);
   opts.shed.start_fill = shed_at_pct / 100;

@@ -1,5 +1,5 @@
 // txray export --db FILE --otlp-endpoint URL [--since T] [--until T] [--app NAME] [--otlp-header K=V]...
-//              [--give-up-after S]
+//              [--give-up-after S] [--redact-pattern REGEX | --no-redact]
 // Sends a stored range to an OpenTelemetry back-end over OTLP/HTTP: the same spans (and ids) as
 // `txray collect --otlp-endpoint` forwards live (docs/otlp.md).
 #include <CLI/CLI.hpp>
@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "exporter.h"
 #include "reader.h"
+#include "redact_options.h"
 #include "store.h"
 #include "store_source.h"
 #include "time_arg.h"
@@ -35,12 +36,17 @@ int export_main(int argc, char** argv) {
                  "seconds a request refused by the back-end (429/5xx, no answer) is retried before it counts as failed")
       ->check(CLI::Range(int64_t{0}, int64_t{86400}))
       ->capture_default_str();
+  // A store written by an older collector, or with --no-redact, may hold values a current one masks:
+  // the exporter decodes every batch it sends with these options, as the collector does.
+  RedactArgs redact;
+  add_redact_options(app, redact);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  if (!redact_policy(redact, "txray export", &opts.limits.redact)) return 2;
   opts.max_retry = std::chrono::seconds(give_up_s);
   std::string why;
   if (!otlp::header_lines(headers, opts.headers, &why) || !otlp::valid_endpoint(opts.endpoint, &why)) {

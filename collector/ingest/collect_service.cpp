@@ -287,11 +287,13 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
                "txray collect: %s%.0f tx/s received, %.0f tx/s stored, %" PRIu64 " stored in total (%" PRIu64
                " received), agents dropped %" PRIu64
                ", rejected messages: malformed %" PRIu64 " invalid %" PRIu64 " oversize %" PRIu64 ", lost %" PRIu64
-               ", truncated fields %" PRIu64 ", refused peers %" PRIu64 " (unlisted keys %" PRIu64 "), queue %zu%s%s%s\n",
+               ", truncated fields %" PRIu64 ", masked values %s, refused peers %" PRIu64 " (unlisted keys %" PRIu64
+               "), queue %zu%s%s%s\n",
                final_line ? "exit: " : "", secs > 0 ? (recv - prev_recv) / secs : 0.0,
                secs > 0 ? (stored - prev_stored) / secs : 0.0, stored, recv, s.agent_drops.load(), s.malformed.load(),
                s.invalid.load(), s.oversize.load(), s.lost_tx.load(), s.truncated_fields.load(),
-               s.refused_peers.load(), s.unlisted_keys.load(), queued, shedding, sampled.c_str(), full.c_str());
+               s.redact_off ? "OFF" : std::to_string(s.masked_values.load()).c_str(), s.refused_peers.load(),
+               s.unlisted_keys.load(), queued, shedding, sampled.c_str(), full.c_str());
 }
 
 // Receiving side: decode one message and queue it. Returns false only when the queue was closed.
@@ -320,6 +322,18 @@ class Receiver {
       if (++truncated_logged_ <= 10)
         std::fprintf(stderr, "txray collect: truncated %" PRIu64 " fields of a batch (first: %s)%s\n", r.truncated,
                      r.reason.c_str(), truncated_logged_ == 10 ? " (further truncations are only counted)" : "");
+    }
+    if (r.masked) {
+      stats_.masked_values += r.masked;
+      // Which agent still sends credentials matters more than how many: the first few batches are named.
+      if (++masked_logged_ <= 10) {
+        const auto& a = batch.batch->agent();
+        std::fprintf(stderr,
+                     "txray collect: masked %" PRIu64 " values that looked like credentials in a batch of app %s "
+                     "(%s, pid %" PRIu64 " on %s; first: %s)%s\n",
+                     r.masked, a.app().c_str(), a.program().c_str(), static_cast<uint64_t>(a.pid()), a.host().c_str(),
+                     r.masked_first.c_str(), masked_logged_ == 10 ? " (further ones are only counted)" : "");
+      }
     }
     note_drops(*batch.batch);
     uint64_t n = static_cast<uint64_t>(batch.batch->transactions_size());
@@ -387,6 +401,7 @@ class Receiver {
   std::unordered_map<uint64_t, Losses> losses_;  // instance -> its latest cpu_samples_lost, stacks_missed
   uint64_t rejected_logged_ = 0;
   uint64_t truncated_logged_ = 0;
+  uint64_t masked_logged_ = 0;
   std::function<void()> waiting_;
 };
 
@@ -460,6 +475,7 @@ void count_monitor_events(zmq::socket_t& mon, CollectStats& stats) {
 int run_collector(const CollectOptions& opts, const std::atomic<bool>& stop, CollectStats& stats) {
   if (!check_security(opts)) return 2;
   stats.tap = opts.tap;
+  stats.redact_off = !opts.limits.redact;
   silence_protobuf_logging();
   // SQLite's allocation statistics take a global mutex on every malloc; the collector never reads them.
   // (Only possible before SQLite initializes; harmless SQLITE_MISUSE otherwise.)

@@ -51,6 +51,8 @@ struct CollectStats {
   std::atomic<uint64_t> agent_drops{0};   // sum of the latest drop counters of the agents seen
   std::atomic<uint64_t> links{0};         // HTTP_CALL steps linked to callees
   std::atomic<uint64_t> truncated_fields{0};  // strings cut to their limit (with a marker), attributes past theirs
+  std::atomic<uint64_t> masked_values{0};     // values masked as credentials on ingest (redact.h)
+  bool redact_off = false;                    // started with no redaction (--no-redact): the line says so
   std::atomic<uint64_t> refused_peers{0};  // connections whose ZeroMQ handshake failed (no/bad CURVE, not ZeroMQ)
   std::atomic<uint64_t> unlisted_keys{0};  // … of which CURVE clients whose public key is not allowed
   std::atomic<int64_t> disk_full_since_ns{0};  // the writer waits for space since then (0: it does not)

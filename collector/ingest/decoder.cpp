@@ -382,6 +382,8 @@ DecodeResult decode_batch(const void* data, size_t size, v1::Batch& out, const L
   DecodeResult r;
   r.truncated = truncate_fields(out, limits, &r.reason);
   if (auto e = validate_batch(out, limits); !e.empty()) return {DecodeStatus::kInvalid, e};
+  // Last: on a batch known to be stored, its strings already within their limits (a mask only shortens).
+  if (limits.redact) r.masked = limits.redact->mask_batch(out, &r.masked_first);
   return r;
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "redact.h"
 #include "txray/v1/txray.pb.h"
 
 namespace txray::ingest {
@@ -30,6 +32,10 @@ struct Limits {
   size_t max_text_bytes = 1u << 20;      // step text, error, command line, attribute values: truncated
   size_t max_attributes = 256;           // per transaction or step: the rest dropped, counted in one attribute
   size_t max_steps = 1u << 20;           // per transaction: more makes the message invalid
+  // Values that look like credentials are masked after the checks (redact.h); none: kept as sent
+  // (`txray collect --no-redact`). Here rather than beside the limits so that every decode of a
+  // message — the store's and the OTLP exporter's own — masks the same values.
+  std::shared_ptr<const Redactor> redact = Redactor::defaults();
   size_t decoded_limit() const {
     return max_decoded_bytes ? max_decoded_bytes : std::max<size_t>(4 * max_message_bytes, 64u << 20);
   }
@@ -51,6 +57,8 @@ struct DecodeResult {
   DecodeStatus status = DecodeStatus::kOk;
   std::string reason;      // why it was rejected; for an accepted batch, the first field truncated
   uint64_t truncated = 0;  // fields cut to their limit, lists of attributes cut to theirs
+  uint64_t masked = 0;     // values masked as credentials (Limits::redact)
+  std::string masked_first = {};  // where the first masked value was (never the value)
   bool ok() const { return status == DecodeStatus::kOk; }
 };
 
@@ -63,7 +71,7 @@ size_t estimate_decoded_bytes(const void* data, size_t size);
 // max_attributes; returns how many were cut and, in *first, a description of the first one.
 uint64_t truncate_fields(v1::Batch& batch, const Limits& limits, std::string* first = nullptr);
 
-// Parses, truncates and validates; `out` is only meaningful when the result is ok.
+// Parses, truncates, validates and masks; `out` is only meaningful when the result is ok.
 DecodeResult decode_batch(const void* data, size_t size, v1::Batch& out, const Limits& limits = {});
 
 // The rules (docs/wire-format.md): an agent with a non-zero instance id; every step kind known; a step's

@@ -45,6 +45,9 @@ v1::Transaction* add_transaction(v1::Batch& b, const SynthOptions& o, uint64_t s
   if (seq % 50 == 0) tx->set_error("HTTP 500");
   tx->set_tid(4243);
   attr(tx->mutable_attributes(), "user_agent", "curl/7.88.1");
+  if (o.queries)
+    attr(tx->mutable_attributes(), "query",
+         "page=" + std::to_string(seq % 9) + "&sort=asc&q=item-" + std::to_string(seq % 11));
 
   const int n = std::max(2, o.steps);
   uint64_t offset = 0, elapsed = 0, cpu = 0, sql_ns = 0, sql_count = 0, call_ns = 0, call_count = 0;
@@ -90,7 +93,7 @@ v1::Transaction* add_transaction(v1::Batch& b, const SynthOptions& o, uint64_t s
         }
         case 3:
           s->set_kind(v1::HTTP_CALL);
-          s->set_text("http://backend:8080/stock/" + std::to_string(seq % 5));
+          s->set_text("http://backend:8080/stock/" + std::to_string(seq % 5) + (o.queries ? "?item=?&key=?" : ""));
           s->set_id(rng());
           s->set_status(200);
           s->set_elapsed_ns(gap / 2);

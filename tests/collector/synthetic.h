@@ -15,6 +15,9 @@ struct SynthOptions {
   std::string app = "synthetic";
   std::string host = "testhost";
   uint64_t instance_id = 0x1234567890abcdefull;
+  // Query strings where an agent puts them, none secret: a `query` attribute (`page=…&sort=asc&q=…`) and
+  // HTTP_CALL URLs with the agent's masked query (`?item=?&key=?`): what the collector's masking scans.
+  bool queries = false;
 };
 
 // The agent part of a batch (no transactions yet).

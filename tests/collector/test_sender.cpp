@@ -2,6 +2,9 @@
 //   --endpoint E            send over a ZeroMQ PUSH socket to a `txray collect` on E
 //   --raw-sqlite FILE       instead insert the same rows straight into a fresh store (the benchmark's
 //                           baseline: prepared statements, one big transaction)
+//   --decode-bench ROUNDS   instead time the collector's decoder on the same messages, masking on and off
+//   --batch-json FILE       also send this batch (protobuf's JSON form of a txray.v1.Batch) as it is:
+//                           content an agent of another kind or version could send (repeatable)
 // Batches are generated (and serialized) before the clock starts. Prints one JSON line on stdout:
 // {"transactions":…, "batches":…, "seconds":…, "tx_per_s":…, "txids":[…] (with --print-txids),
 //  "container_txid":… (with --unattributed)}.
@@ -10,12 +13,20 @@
 #include <CLI/CLI.hpp>
 #include <time.h>
 
+#include <google/protobuf/arena.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <random>
+#include <sstream>
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "decoder.h"
 #include "ids.h"
 #include "store.h"
 #include "synthetic.h"
@@ -46,7 +57,10 @@ struct Args {
   bool print_txids = false;
   bool linked = false;
   bool raw_no_checkpoint = false;
+  bool queries = false;
   int unattributed = 0;
+  int decode_bench = 0;
+  std::vector<std::string> batch_json;
 };
 
 uint64_t g_container_txid = 0;  // the unattributed container sent (--unattributed)
@@ -56,6 +70,7 @@ std::vector<txray::v1::Batch> generate(const Args& a) {
   o.steps = a.steps;
   o.app = a.app;
   o.instance_id = a.instance_id;
+  o.queries = a.queries;
   std::mt19937_64 rng(a.seed);
   uint64_t start = 1700000000000000000ull + a.seed * 1000000000ull;
   txray::v1::Batch all = txray::testing::make_batch(o, 0);
@@ -226,6 +241,66 @@ double writer_insert(const Args& a, const std::vector<txray::v1::Batch>& batches
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The receiving thread's decode (parse, truncate, validate, mask) of every message, ROUNDS times per
+// policy, the policies taking turns; prints the median CPU ns per transaction of each.
+std::string decode_bench(const Args& a, const std::vector<txray::v1::Batch>& batches) {
+  std::vector<std::string> messages;
+  uint64_t tx = 0;
+  for (const auto& b : batches) {
+    messages.push_back(b.SerializeAsString());
+    tx += static_cast<uint64_t>(b.transactions_size());
+  }
+  struct Policy {
+    const char* name;
+    std::shared_ptr<const txray::ingest::Redactor> r;
+    std::vector<double> ns;
+    uint64_t masked = 0;
+  };
+  std::vector<Policy> policies = {
+      {"off", nullptr, {}},
+      {"default", txray::ingest::Redactor::defaults(), {}},
+      {"pattern", std::make_shared<const txray::ingest::Redactor>(txray::ingest::kDefaultRedactPattern), {}}};
+  for (int round = 0; round < a.decode_bench; ++round)
+    for (auto& p : policies) {
+      txray::ingest::Limits l;
+      l.redact = p.r;
+      p.masked = 0;
+      double c0 = thread_cpu_s();
+      for (const auto& m : messages) {
+        google::protobuf::Arena arena;  // as the receiver: one arena per message
+        auto* b = google::protobuf::Arena::CreateMessage<txray::v1::Batch>(&arena);
+        auto r = txray::ingest::decode_batch(m.data(), m.size(), *b, l);
+        if (!r.ok()) throw std::runtime_error("a generated batch did not decode: " + r.reason);
+        p.masked += r.masked;
+      }
+      p.ns.push_back((thread_cpu_s() - c0) * 1e9 / static_cast<double>(tx));
+    }
+  std::string out = ",\"decode_ns_per_tx\":{";
+  for (auto& p : policies) {
+    std::sort(p.ns.begin(), p.ns.end());
+    out += std::string(&p == &policies[0] ? "\"" : ",\"") + p.name + "\":" + std::to_string(p.ns[p.ns.size() / 2]);
+  }
+  out += "},\"masked\":" + std::to_string(policies[1].masked);
+  return out;
+}
+
+bool read_batch_json(const std::string& path, txray::v1::Batch* b) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (!f) {
+    std::fprintf(stderr, "txray-test-sender: cannot read %s\n", path.c_str());
+    return false;
+  }
+  auto st = google::protobuf::util::JsonStringToMessage(ss.str(), b);
+  if (!st.ok()) {
+    std::fprintf(stderr, "txray-test-sender: %s is not a txray.v1.Batch in JSON: %s\n", path.c_str(),
+                 st.ToString().c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -257,6 +332,14 @@ int main(int argc, char** argv) {
                  "it is truncated)");
   app.add_option("--drops", a.drops, "queue_full drops reported in the last batch (send_failed: half)");
   app.add_flag("--print-txids", a.print_txids, "list the txids sent");
+  app.add_flag("--queries", a.queries,
+               "give transactions a `query` attribute and HTTP_CALL URLs a masked query string (none secret)");
+  app.add_option("--decode-bench", a.decode_bench,
+                 "time the collector's decoder on the generated messages ROUNDS times, masking off / default / "
+                 "as a regex, instead of sending")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--batch-json", a.batch_json, "also send this txray.v1.Batch in protobuf's JSON form (repeatable)")
+      ->check(CLI::ExistingFile);
   app.add_flag("--raw-no-checkpoint", a.raw_no_checkpoint, "with --raw-sqlite: no automatic WAL checkpoint at the commit");
   app.add_flag("--linked", a.linked, "make pairs of caller and callee transactions (one trace per pair)");
   app.add_option("--unattributed", a.unattributed,
@@ -264,12 +347,19 @@ int main(int argc, char** argv) {
                  "DB_CONNECT in turn) whose first call the first transaction answered")
       ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
-  if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty() && a.writer_db.empty()) {
-    std::fprintf(stderr, "txray-test-sender: give --endpoint, --raw-sqlite or --write-dir\n");
+  if (a.endpoint.empty() && a.raw_db.empty() && a.write_dir.empty() && a.writer_db.empty() && !a.decode_bench) {
+    std::fprintf(stderr, "txray-test-sender: give --endpoint, --raw-sqlite, --write-dir or --decode-bench\n");
     return 2;
   }
 
   auto batches = generate(a);
+  if (a.decode_bench) {
+    std::printf("{\"transactions\":%s%s}\n", std::to_string(a.transactions).c_str(), decode_bench(a, batches).c_str());
+    return 0;
+  }
+  std::vector<txray::v1::Batch> json_batches(a.batch_json.size());
+  for (size_t i = 0; i < a.batch_json.size(); ++i)
+    if (!read_batch_json(a.batch_json[i], &json_batches[i])) return 2;
   if (a.long_text_bytes > 0)
     for (auto& b : batches)
       for (auto& tx : *b.mutable_transactions())
@@ -319,6 +409,7 @@ int main(int argc, char** argv) {
       messages.push_back(b.SerializeAsString());
     }
     for (const auto& b : batches) messages.push_back(b.SerializeAsString());
+    for (const auto& b : json_batches) messages.push_back(b.SerializeAsString());
     if (!a.write_dir.empty()) {
       for (size_t i = 0; i < messages.size(); ++i) {
         std::string path = a.write_dir + "/message-" + std::to_string(i) + ".bin";
