@@ -1,4 +1,4 @@
-#include "transaction.h"
+#include "core/transaction.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -8,15 +8,15 @@
 #include <new>
 #include <type_traits>
 
-#include "cpu_sampler.h"
-#include "perf_sampler.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/perf_sampler.h"
 
-#include "clock.h"
-#include "config.h"
-#include "counters.h"
-#include "ids.h"
-#include "step_rows.h"
-#include "../transport/mpsc_queue.h"  // a bounded lock-free ring (MPMC); pure data structure, no I/O
+#include "cpu/clock.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/ids.h"
+#include "core/step_rows.h"
+#include "core/mpsc_queue.h"  // a bounded lock-free ring (MPMC); pure data structure, no I/O
 
 namespace txray::tx {
 namespace {
@@ -141,7 +141,7 @@ Transaction* fresh_transaction() {
 
 }  // namespace
 
-// Every member back to its default, in place (issue 14: destroying and constructing the whole
+// Every member back to its default, in place (destroying and constructing the whole
 // Transaction cost the agent thread ~500 instructions per request). The static_assert below stops the
 // build when the struct changes size: a new member must be reset here too.
 void reset(Transaction* t) {
@@ -231,7 +231,7 @@ void end(Transaction* t, int32_t status, std::string_view error) {
     rows::finish(t);
     cpu::on_end(t);
   }
-  // Fewer locked operations per request (issue 14): on its owner thread the slot is cleared with a
+  // Fewer locked operations per request: on its owner thread the slot is cleared with a
   // plain store (only the owner stores transactions there; another thread's end() only ever swaps its
   // own transaction out, with a compare-exchange, which a value other than its own makes fail); the
   // process transaction is swapped out only when it is this one (an http-mode request never is).

@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu_sampler.h"
-#include "recorder.h"
-#include "shared_text.h"
-#include "stack_capture.h"
+#include "cpu/cpu_sampler.h"
+#include "core/recorder.h"
+#include "core/shared_text.h"
+#include "cpu/stack_capture.h"
 
 namespace txray {
 
@@ -126,13 +126,13 @@ struct Transaction {
   int depth = 0;
   std::atomic<Transaction*>* owner_slot = nullptr;  // the owning thread's "current" slot
 
-  // CPU samples (core/cpu_sampler.h): the sampled thread's buffer while open, the samples once ended;
+  // CPU samples (cpu/cpu_sampler.h): the sampled thread's buffer while open, the samples once ended;
   // the agent thread turns them into `cpu_profile` (transport/cpu_profile.h) before encoding.
   void* cpu_buf = nullptr;
   std::vector<cpu::RawSample> cpu_samples;
   uint32_t cpu_samples_dropped = 0;
   cpu::Profile cpu_profile;
-  // The perf sampler (core/perf_sampler.h): the begun thread's ring, held until the agent thread has
+  // The perf sampler (cpu/perf_sampler.h): the begun thread's ring, held until the agent thread has
   // given the transaction its samples (transport/perf_drain.h); the end of its time window; whether
   // another transaction began on the thread while it was open (its samples cannot be told apart).
   void* cpu_ring = nullptr;
@@ -183,8 +183,8 @@ void unref(Transaction* t);
 // Gives a finished transaction back once it was sent (or dropped), instead of deleting it: it is made
 // new again in place (every member back to its default, transaction.cpp: reset()), keeping only the capacity of its step and attribute
 // lists and of its name and client address, and kept in a bounded pool that begin() takes from, so a
-// transaction with few rows costs the host thread no heap allocation and the agent thread no free
-// (issue 14). Pool full: deleted. Any thread.
+// transaction with few rows costs the host thread no heap allocation and the agent thread no free.
+// Pool full: deleted. Any thread.
 void recycle(Transaction* t);
 
 // True when recording into t must hold its lock (process mode or used from several threads).

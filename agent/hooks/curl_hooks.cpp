@@ -20,10 +20,10 @@
 #include <cstdio>
 #include <string>
 
-#include "../core/http_client.h"
-#include "../core/http_out.h"
-#include "../core/recorder.h"
-#include "hook.h"
+#include "protocols/http1/http_client.h"
+#include "protocols/dispatch/http_out.h"
+#include "core/recorder.h"
+#include "hooks/hook.h"
 
 namespace {
 

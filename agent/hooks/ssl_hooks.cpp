@@ -1,5 +1,5 @@
 // TLS through OpenSSL 3: SSL_write/SSL_read (and their _ex forms) of a client connection carry the
-// plaintext of HTTPS, so the same client tracker as for plain sockets (agent/core/http_client.h)
+// plaintext of HTTPS, so the same client tracker as for plain sockets (agent/protocols/http1/http_client.h)
 // turns them into HTTP_CALL rows with scheme https. Rows carry the plaintext bytes (bytes_read /
 // bytes_written) and the TLS bytes on the wire over the call (attributes wire_bytes_read /
 // wire_bytes_written, from the connection's BIO counters). The socket rows underneath count wire bytes
@@ -42,14 +42,14 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "../core/config.h"
-#include "../core/h2_conn.h"
-#include "../core/h2_frames.h"
-#include "../core/h2_inject.h"
-#include "../core/http_client.h"
-#include "../core/http_out.h"
-#include "../core/recorder.h"
-#include "hook.h"
+#include "core/config.h"
+#include "protocols/http2/h2_conn.h"
+#include "protocols/http2/h2_frames.h"
+#include "protocols/http2/h2_inject.h"
+#include "protocols/http1/http_client.h"
+#include "protocols/dispatch/http_out.h"
+#include "core/recorder.h"
+#include "hooks/hook.h"
 
 namespace {
 

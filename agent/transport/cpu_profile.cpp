@@ -1,11 +1,11 @@
-#include "cpu_profile.h"
+#include "transport/cpu_profile.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "../core/transaction.h"
+#include "core/transaction.h"
 
 namespace txray::cpu {
 namespace {

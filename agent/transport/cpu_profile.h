@@ -1,4 +1,4 @@
-// Turns a finished transaction's raw CPU samples (core/cpu_sampler.h) into what goes on the wire: per
+// Turns a finished transaction's raw CPU samples (cpu/cpu_sampler.h) into what goes on the wire: per
 // row, the samples in its GAP and its hottest functions; for the whole transaction, folded stacks for a
 // flame graph. Runs on the agent thread (or the exiting thread at exit), never in a hook.
 //

@@ -1,17 +1,17 @@
 // Encodes batches in the txray.v1 wire format (proto/txray/v1/txray.proto) with pb::Writer. The field
-// numbers below are that file's; keep them in step with it (tests/agent/core/transport_test.cpp decodes
+// numbers below are that file's; keep them in step with it (tests/agent/transport/transport_test.cpp decodes
 // the result with the generated code).
-#include "encode.h"
+#include "transport/encode.h"
 
-#include "../core/clock.h"
-#include "../core/cpu_sampler.h"
-#include "../core/stack_capture.h"
-#include "perf_drain.h"
-#include "pb_writer.h"
-#include "self_cost.h"
+#include "cpu/clock.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/stack_capture.h"
+#include "transport/perf_drain.h"
+#include "transport/pb_writer.h"
+#include "transport/self_cost.h"
 
 #include <cstring>
-#include "stack_encode.h"
+#include "transport/stack_encode.h"
 
 namespace txray {
 namespace {
@@ -158,7 +158,7 @@ bool same_identity(const Identity& a, const Identity& b) {
 
 // Batch.agent (AgentInfo) as encoded bytes. Every batch carries it (the collector upserts its agents
 // table from each one), but it changes only with the sampler's status, the calibrated units or (in tests)
-// the identity: encoded again then, else copied (issue 14: ~1,500 instructions a batch before, mostly
+// the identity: encoded again then, else copied (~1,500 instructions a batch before, mostly
 // UTF-8 checks of strings that never change). One cache per thread (the agent thread; the exit flush).
 std::string_view agent_info(const Identity& id, double sample_rate) {
   struct Cache {

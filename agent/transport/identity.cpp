@@ -1,4 +1,4 @@
-#include "identity.h"
+#include "transport/identity.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../core/clock.h"
-#include "../core/config.h"
-#include "../core/ids.h"
+#include "cpu/clock.h"
+#include "core/config.h"
+#include "core/ids.h"
 
 #ifndef TXRAY_VERSION_STRING
 #define TXRAY_VERSION_STRING "0.0.0"

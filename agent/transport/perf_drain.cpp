@@ -1,4 +1,4 @@
-#include "perf_drain.h"
+#include "transport/perf_drain.h"
 
 #include <linux/perf_event.h>
 #include <sys/mman.h>
@@ -12,12 +12,12 @@
 #include <new>
 #include <vector>
 
-#include "../core/clock.h"
-#include "../core/config.h"
-#include "../core/cpu_sampler.h"
-#include "../core/perf_sampler.h"
-#include "../core/perf_unwind.h"
-#include "../core/transaction.h"
+#include "cpu/clock.h"
+#include "core/config.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/perf_sampler.h"
+#include "cpu/perf_unwind.h"
+#include "core/transaction.h"
 
 namespace txray::cpu::perfdrain {
 namespace {
@@ -189,7 +189,7 @@ void settle(Transaction& t) {
       uint64_t lo = t.start_mono_ns, hi = t.cpu_end_mono_ns;
       bool only_one = r->refs.load(std::memory_order_acquire) == 1;  // no older transaction still to settle
       uint32_t cap = config().cpu_samples_max, dropped = 0;
-      // The samples left for later transactions kept in place, in their order (issue 14: a std::deque
+      // The samples left for later transactions kept in place, in their order (a std::deque
       // made and freed per transaction, its map and first node allocated even when it stayed empty,
       // was ~500 instructions a request with the perf sampler on).
       std::deque<RawSample>& q = side.pending;

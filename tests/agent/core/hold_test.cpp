@@ -1,7 +1,7 @@
 // hold.h: the flag a hook holds while it works on shared state. It waits for another thread that holds
 // it (even one descheduled for a while), never for the calling thread itself (a signal handler that
 // interrupted its own holding), and gives up after its bound, counting the give-up.
-#include "hold.h"
+#include "core/hold.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <chrono>
 #include <thread>
 
-#include "counters.h"
-#include "transaction.h"
+#include "core/counters.h"
+#include "core/transaction.h"
 
 using namespace txray;
 

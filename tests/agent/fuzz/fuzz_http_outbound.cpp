@@ -1,4 +1,4 @@
-// libFuzzer target: outbound HTTP/1.x tracking (agent/core/http_client.cpp). It runs in the host on every
+// libFuzzer target: outbound HTTP/1.x tracking (agent/protocols/http1/http_client.cpp). It runs in the host on every
 // byte a program writes to and reads from the sockets it connected: requests it writes, and responses
 // from any server, hostile ones included. Promises checked:
 //  - calls end in the order their requests were written (pipelining), each exactly once, and none is
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "http_client.h"
+#include "protocols/http1/http_client.h"
 
 using namespace txray;
 
