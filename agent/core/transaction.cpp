@@ -178,21 +178,21 @@ void reset(Transaction* t) {
   t->next_seq = 0;
   t->depth = 0;  // stack/stack_tid: meaningful only below depth
   t->owner_slot = nullptr;
-  t->cpu_buf = nullptr;
-  keep(t->cpu_samples, 0);
-  t->cpu_samples_dropped = 0;
+  t->cpu.buf = nullptr;
+  keep(t->cpu.samples, 0);
+  t->cpu.samples_dropped = 0;
   keep(t->cpu_profile.rows, 0);
   keep(t->cpu_profile.stacks, 0);
-  t->cpu_ring = nullptr;
-  t->cpu_ring_gen = 0;
-  t->cpu_end_mono_ns = 0;
-  t->cpu_contended = false;
+  t->cpu.ring = nullptr;
+  t->cpu.ring_gen = 0;
+  t->cpu.end_mono_ns = 0;
+  t->cpu.contended = false;
   t->cpu_clock_syscalls = 0;
 }
 
 void recycle(Transaction* t) {
   if (!t) return;
-  cpu::perf::release(t);  // a transaction dropped before the agent thread gave it its samples
+  cpu::perf::release(&t->cpu);  // a transaction dropped before the agent thread gave it its samples
   reset(t);
   if (!pool().push(t)) delete t;
 }
@@ -213,9 +213,9 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   t->max_rows = config().max_steps < 3 ? 3 : config().max_steps;
   t->start_unix_ns = clock::unix_ns();
   t->steps.reserve(4);  // START, END and a couple of steps without reallocating
-  if (kind != "unattributed") cpu::before_start(t);
+  if (kind != "unattributed") cpu::before_start(&t->cpu);
   rows::start(t);
-  if (kind != "unattributed") cpu::on_begin(t);
+  if (kind != "unattributed") cpu::on_begin(&t->cpu);
   return t;
 }
 
@@ -229,7 +229,7 @@ void end(Transaction* t, int32_t status, std::string_view error) {
     t->status = status;
     if (!error.empty() && t->error.empty()) t->error.assign(error.substr(0, 1024));
     rows::finish(t);
-    cpu::on_end(t);
+    cpu::on_end(&t->cpu, t->last_row_mono_ns);
   }
   // Fewer locked operations per request: on its owner thread the slot is cleared with a
   // plain store (only the owner stores transactions there; another thread's end() only ever swaps its

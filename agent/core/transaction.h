@@ -126,19 +126,11 @@ struct Transaction {
   int depth = 0;
   std::atomic<Transaction*>* owner_slot = nullptr;  // the owning thread's "current" slot
 
-  // CPU samples (cpu/cpu_sampler.h): the sampled thread's buffer while open, the samples once ended;
-  // the agent thread turns them into `cpu_profile` (transport/cpu_profile.h) before encoding.
-  void* cpu_buf = nullptr;
-  std::vector<cpu::RawSample> cpu_samples;
-  uint32_t cpu_samples_dropped = 0;
+  // CPU samples (cpu/cpu_sampler.h: Window): what the samplers keep while the transaction is open and
+  // its samples once it ended; the agent thread turns them into `cpu_profile` (transport/cpu_profile.h)
+  // before encoding.
+  cpu::Window cpu;
   cpu::Profile cpu_profile;
-  // The perf sampler (cpu/perf_sampler.h): the begun thread's ring, held until the agent thread has
-  // given the transaction its samples (transport/perf_drain.h); the end of its time window; whether
-  // another transaction began on the thread while it was open (its samples cannot be told apart).
-  void* cpu_ring = nullptr;
-  uint32_t cpu_ring_gen = 0;  // the ring slot's generation when taken (a forked child's reused slots)
-  uint64_t cpu_end_mono_ns = 0;
-  bool cpu_contended = false;
   // Thread CPU clock reads that took the system call (clock.h: the others were switch-checked): the
   // agent's cost estimate prices the two kinds apart (transport/self_cost.h).
   uint16_t cpu_clock_syscalls = 0;

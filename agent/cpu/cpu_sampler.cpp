@@ -22,7 +22,6 @@
 #include "cpu/perf_sampler.h"
 #include "cpu/perf_unwind.h"
 #include "cpu/stack_capture.h"
-#include "core/transaction.h"
 
 namespace txray::cpu {
 namespace {
@@ -33,7 +32,7 @@ namespace {
 // the transaction being sampled: the last one to let go unmaps it.
 struct ThreadBuf {
   std::atomic<int> refs{1};
-  std::atomic<Transaction*> owner{nullptr};  // the transaction being sampled, nullptr: none
+  std::atomic<Window*> owner{nullptr};  // the transaction being sampled, nullptr: none
   std::atomic<uint32_t> n{0};                // samples published
   std::atomic<uint32_t> over{0};             // samples past the cap
   std::atomic<bool> contended{false};        // another transaction began on the thread meanwhile
@@ -185,7 +184,7 @@ ThreadBuf* own_buf() {
   auto* b = new (p) ThreadBuf;
   b->bytes = bytes;
   b->cap = g_cap;
-  b->tid = tx::this_tid();
+  b->tid = uint32_t(syscall(SYS_gettid));  // once per thread
   sigevent ev{};
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = g_signal.load(std::memory_order_relaxed);
@@ -374,12 +373,12 @@ const std::string& status_now() {
   return c.text;
 }
 
-void before_start(Transaction* t) {
-  if (perf::active()) perf::before_start(t);
+void before_start(Window* w) {
+  if (perf::active()) perf::before_start(w);
   else clock::page::on_begin();  // the switch-checked clock's page without the perf sampler
 }
 
-void on_begin(Transaction* t) {
+void on_begin(Window* w) {
   if (!g_signal.load(std::memory_order_relaxed) || g_stopped.load(std::memory_order_relaxed)) return;
   ThreadBuf* b = own_buf();
   if (!b) return;
@@ -393,8 +392,8 @@ void on_begin(Transaction* t) {
   b->over.store(0, std::memory_order_relaxed);
   b->contended.store(false, std::memory_order_relaxed);
   b->refs.fetch_add(1, std::memory_order_relaxed);
-  t->cpu_buf = b;
-  b->owner.store(t, std::memory_order_release);
+  w->buf = b;
+  b->owner.store(w, std::memory_order_release);
   b->idle = 0;
   if (b->armed && g_keep_armed) return;
   itimerspec it{};
@@ -404,11 +403,11 @@ void on_begin(Transaction* t) {
   if (timer_settime(b->timer, 0, &it, nullptr) == 0) b->armed = true;
 }
 
-void on_end(Transaction* t) {
-  if (t->cpu_ring) perf::on_end(t);
-  auto* b = static_cast<ThreadBuf*>(t->cpu_buf);
+void on_end(Window* w, uint64_t end_mono_ns) {
+  if (w->ring) perf::on_end(w, end_mono_ns);
+  auto* b = static_cast<ThreadBuf*>(w->buf);
   if (!b) return;
-  t->cpu_buf = nullptr;
+  w->buf = nullptr;
   b->owner.store(nullptr, std::memory_order_release);
   bool own_thread = b == t_buf;
   // Armed per transaction: stopped here, or by the thread's next sample when the end is on another thread.
@@ -418,17 +417,17 @@ void on_end(Transaction* t) {
   if (b->contended.load(std::memory_order_relaxed)) {
     if (own_thread) ++b->strikes;
     g_dropped.fetch_add(n + over, std::memory_order_relaxed);
-    t->cpu_samples_dropped = n + over;
+    w->samples_dropped = n + over;
   } else if (n > 0) {
     try {
-      t->cpu_samples.assign(b->s, b->s + n);
-      t->cpu_samples_dropped = over;
+      w->samples.assign(b->s, b->s + n);
+      w->samples_dropped = over;
       g_dropped.fetch_add(over, std::memory_order_relaxed);
     } catch (...) {
       g_dropped.fetch_add(n + over, std::memory_order_relaxed);
     }
   } else {
-    t->cpu_samples_dropped = over;
+    w->samples_dropped = over;
     g_dropped.fetch_add(over, std::memory_order_relaxed);
   }
   release(b);

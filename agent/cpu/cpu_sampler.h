@@ -22,7 +22,6 @@
 #include <vector>
 
 namespace txray {
-struct Transaction;
 struct Config;
 
 namespace cpu {
@@ -44,7 +43,7 @@ struct HotFunction {
   uint32_t samples = 0;
 };
 struct RowHot {
-  uint32_t row = 0;      // index in Transaction::steps
+  uint32_t row = 0;      // index in the transaction's steps
   uint32_t samples = 0;  // samples in the row's GAP
   std::vector<HotFunction> top;  // most samples first, at most kTopPerRow
 };
@@ -62,6 +61,23 @@ constexpr size_t kMaxStacks = 200;
 // The mechanism in use, for the agent's status (AgentInfo.cpu_sampler).
 enum class Mechanism : uint8_t { off, signal, perf };
 
+// What the samplers keep in each transaction (core/transaction.h holds one, `cpu`): the samplers see
+// this and never the transaction, so cpu/ needs nothing of core/ but its settings.
+struct Window {
+  // The signal sampler: the sampled thread's buffer while the transaction is open.
+  void* buf = nullptr;
+  // The samples once it ended (signal sampler), or once the agent thread drained them (perf sampler).
+  std::vector<RawSample> samples;
+  // The perf sampler (perf_sampler.h): the begun thread's ring, held until the agent thread has given
+  // the transaction its samples (transport/perf_drain.h); the end of its time window; whether another
+  // transaction began on the thread while it was open (its samples cannot be told apart).
+  void* ring = nullptr;
+  uint64_t end_mono_ns = 0;
+  uint32_t samples_dropped = 0;
+  uint32_t ring_gen = 0;  // the ring slot's generation when taken (a forked child's reused slots)
+  bool contended = false;
+};
+
 // Chooses the sampler (TXRAY_CPU_SAMPLER: auto tries perf_event_open first, cpu/perf_sampler.h) and,
 // for the signal sampler, installs its handler (agent constructor). Safe to call once.
 void init(const Config& c);
@@ -74,11 +90,11 @@ const std::string& status_now();
 Mechanism mechanism();
 
 // Transaction hooks (transaction.cpp): begin arms the calling thread's timer, end disarms it and moves
-// the thread's samples into t->cpu_samples (or drops and counts them).
+// the thread's samples into t->cpu.samples (or drops and counts them).
 // before_start runs before the transaction's start time is read (the perf sampler's reference).
-void before_start(Transaction* t);
-void on_begin(Transaction* t);
-void on_end(Transaction* t);
+void before_start(Window* w);
+void on_begin(Window* w);
+void on_end(Window* w, uint64_t end_mono_ns);
 
 // The program installs a handler for `sig` (hooks/signal_hooks.cpp, before the real sigaction runs):
 // when it is the sampling signal, every thread's timer is stopped and sampling ends for good.

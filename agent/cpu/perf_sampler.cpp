@@ -16,7 +16,6 @@
 #include "core/config.h"
 #include "cpu/cpu_sampler.h"
 #include "hooks/hook.h"
-#include "core/transaction.h"
 
 namespace txray::cpu::perf {
 namespace {
@@ -130,7 +129,7 @@ Ring* own_ring() {
   g_ever_opened.store(true, std::memory_order_release);
   r->base = base;
   r->bytes = bytes;
-  r->tid = tx::this_tid();
+  r->tid = uint32_t(syscall(SYS_gettid));  // once per thread
   r->strikes = 0;
   r->refs.store(0, std::memory_order_relaxed);
   r->owner.store(nullptr, std::memory_order_relaxed);
@@ -191,7 +190,7 @@ void start(const Config& c) {
 bool active() { return g_active.load(std::memory_order_relaxed); }
 void stop() { g_active.store(false, std::memory_order_release); }
 
-void before_start(Transaction* t) {
+void before_start(Window* w) {
   Ring* r = own_ring();
   if (!r) return;
   if (r->owner.load(std::memory_order_relaxed)) {
@@ -204,26 +203,26 @@ void before_start(Transaction* t) {
   // the clock and then seen no reference, knows every later transaction starts after that time.
   r->refs.fetch_add(1, std::memory_order_seq_cst);
   r->contended.store(false, std::memory_order_relaxed);
-  r->owner.store(t, std::memory_order_release);
-  t->cpu_ring = r;
-  t->cpu_ring_gen = r->generation.load(std::memory_order_relaxed);
+  r->owner.store(w, std::memory_order_release);
+  w->ring = r;
+  w->ring_gen = r->generation.load(std::memory_order_relaxed);
 }
 
-void on_end(Transaction* t) {
-  auto* r = static_cast<Ring*>(t->cpu_ring);
+void on_end(Window* w, uint64_t end_mono_ns) {
+  auto* r = static_cast<Ring*>(w->ring);
   if (!r) return;
-  t->cpu_end_mono_ns = t->last_row_mono_ns;  // END's time: the window is [start, END]
-  Transaction* expected = t;
+  w->end_mono_ns = end_mono_ns;  // END's time: the window is [start, END]
+  Window* expected = w;
   r->owner.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-  t->cpu_contended = r->contended.exchange(false, std::memory_order_acq_rel);
-  if (t->cpu_contended && r == t_ring) ++r->strikes;
+  w->contended = r->contended.exchange(false, std::memory_order_acq_rel);
+  if (w->contended && r == t_ring) ++r->strikes;
 }
 
-void release(Transaction* t) {
-  auto* r = static_cast<Ring*>(t->cpu_ring);
+void release(Window* w) {
+  auto* r = static_cast<Ring*>(w->ring);
   if (!r) return;
-  t->cpu_ring = nullptr;
-  if (r->generation.load(std::memory_order_acquire) == t->cpu_ring_gen && r->refs.load(std::memory_order_relaxed) > 0)
+  w->ring = nullptr;
+  if (r->generation.load(std::memory_order_acquire) == w->ring_gen && r->refs.load(std::memory_order_relaxed) > 0)
     r->refs.fetch_sub(1, std::memory_order_acq_rel);
 }
 

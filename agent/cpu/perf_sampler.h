@@ -23,8 +23,11 @@
 #include <string>
 
 namespace txray {
-struct Transaction;
 struct Config;
+
+namespace cpu {
+struct Window;  // cpu_sampler.h
+}
 
 namespace cpu::perf {
 
@@ -33,7 +36,7 @@ struct Ring {
   enum State : int { kFree = 0, kOpening, kLive, kExited };
   std::atomic<int> state{kFree};
   std::atomic<int> refs{0};                  // transactions begun on the thread and not yet settled
-  std::atomic<Transaction*> owner{nullptr};  // the transaction open on the thread, if any
+  std::atomic<Window*> owner{nullptr};       // the window of the transaction open on the thread, if any
   std::atomic<bool> contended{false};        // another transaction began on the thread meanwhile
   std::atomic<uint32_t> generation{0};       // bumped at each reuse of the slot
   uint32_t tid = 0;
@@ -55,10 +58,10 @@ void stop();
 
 // Transaction hooks (cpu_sampler.cpp), host thread. before_start() runs before the transaction's start
 // time is read (so the agent thread, seeing no reference, may discard older samples); on_end() after END.
-void before_start(Transaction* t);
-void on_end(Transaction* t);
+void before_start(Window* w);
+void on_end(Window* w, uint64_t end_mono_ns);
 // Lets go of t's ring (the agent thread, once t has its samples; or a transaction dropped before).
-void release(Transaction* t);
+void release(Window* w);
 
 // The slots the agent thread looks at: [0, ring_count()).
 Ring* ring(size_t i);

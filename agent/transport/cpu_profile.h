@@ -29,7 +29,7 @@ struct Symbol {
 // Resolves one code address; `return_address`: ip is where a call returns to (look up ip - 1).
 using Resolver = Symbol (*)(uintptr_t ip, bool return_address, void* ctx);
 
-// Fills t->cpu_profile from t->cpu_samples (which it clears).
+// Fills t->cpu_profile from t->cpu.samples (which it clears).
 void build_profile(Transaction& t, Resolver resolve, void* ctx);
 
 }  // namespace cpu

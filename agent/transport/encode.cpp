@@ -142,7 +142,7 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
     w.u64(2, st.samples);
     w.end(k);
   }
-  w.u64(25, t.cpu_samples_dropped);
+  w.u64(25, t.cpu.samples_dropped);
   w.end(m, 2);
 }
 

@@ -87,9 +87,9 @@ void run_requests(std::vector<Transaction*>* out, uint64_t* host_ns) {
 // its life (+470 instructions per request in libc's _int_malloc and unlink_chunk, bench/nginx_static
 // instructions.sh).
 void let_go(Transaction* t) {
-  if (t->cpu_ring) {
-    cpu::perf::on_end(t);  // the rows' one never ended: its ring still names it
-    cpu::perf::release(t);
+  if (t->cpu.ring) {
+    cpu::perf::on_end(&t->cpu, t->last_row_mono_ns);  // the rows' one never ended: its ring still names it
+    cpu::perf::release(&t->cpu);
   }
   delete t;
 }

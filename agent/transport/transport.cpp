@@ -264,7 +264,7 @@ class Sender {
     if (!connected(exiting)) return not_sent(batch), false;
     bool gave_up = false;
     for (Transaction* t : batch)
-      if (!t->cpu_samples.empty()) cpu::build_profile(*t, resolve_symbol, &gave_up);
+      if (!t->cpu.samples.empty()) cpu::build_profile(*t, resolve_symbol, &gave_up);
     estimate_costs(batch);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_, &sampler_.pending(),
                       sampler_.active() ? config().sample_rate : 0)) {

@@ -90,16 +90,16 @@ TEST(PerfSampler, SamplesOfTheWindowUnwoundThroughTheBurnFunction) {
   Transaction* t = g_done.exchange(nullptr);
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(fds_inside, fds_before);
-  ASSERT_NE(t->cpu_ring, nullptr);
+  ASSERT_NE(t->cpu.ring, nullptr);
   cpu::perfdrain::settle(*t);
-  EXPECT_EQ(t->cpu_ring, nullptr);
+  EXPECT_EQ(t->cpu.ring, nullptr);
   // ~60 samples at 1 ms of CPU each (wide margins: a loaded VM; ring losses are counted apart).
-  EXPECT_GE(t->cpu_samples.size(), 20u) << "lost " << cpu::perfdrain::lost_total();
+  EXPECT_GE(t->cpu.samples.size(), 20u) << "lost " << cpu::perfdrain::lost_total();
   auto burn = reinterpret_cast<uintptr_t>(&perf_test_burn);
   size_t through = 0;
-  for (const auto& s : t->cpu_samples) {
+  for (const auto& s : t->cpu.samples) {
     EXPECT_GE(s.mono_ns, t->start_mono_ns);
-    EXPECT_LE(s.mono_ns, t->cpu_end_mono_ns);
+    EXPECT_LE(s.mono_ns, t->cpu.end_mono_ns);
     ASSERT_GE(s.frames, 1u);
     for (uint32_t i = 1; i < s.frames; ++i)
       if (s.ip[i] > burn && s.ip[i] < burn + 512) {  // a return address into perf_test_burn's body
@@ -107,7 +107,7 @@ TEST(PerfSampler, SamplesOfTheWindowUnwoundThroughTheBurnFunction) {
         break;
       }
   }
-  EXPECT_GE(through * 10, t->cpu_samples.size() * 8) << through << " of " << t->cpu_samples.size();
+  EXPECT_GE(through * 10, t->cpu.samples.size() * 8) << through << " of " << t->cpu.samples.size();
   // The thread is gone and its transaction settled: the ring is unmapped and its slot free again.
   cpu::perfdrain::poll();
   EXPECT_EQ(cpu::perf::ring(0)->state.load(), cpu::perf::Ring::kFree);
@@ -129,7 +129,7 @@ TEST(PerfSampler, SamplesOutsideTransactionsAreDiscarded) {
   Transaction* t = g_done.exchange(nullptr);
   ASSERT_NE(t, nullptr);
   cpu::perfdrain::settle(*t);
-  EXPECT_LE(t->cpu_samples.size(), 1u);
+  EXPECT_LE(t->cpu.samples.size(), 1u);
   tx::recycle(t);
   tx::set_sink(nullptr);
 }

@@ -35,6 +35,7 @@ class Layers(unittest.TestCase):
         cases = [
             ("core/recorder.cpp", "protocols/http1/http_parse.h"),        # core names a protocol
             ("cpu/clock.cpp", "protocols/dispatch/socket_events.h"),      # cpu names a protocol
+            ("cpu/cpu_sampler.cpp", "core/transaction.h"),                # cpu knows no transaction
             ("protocols/sql/sql_lexer.cpp", "protocols/http1/http_parse.h"),  # protocol to protocol, no seam
             ("protocols/http2/h2_frames.cpp", "protocols/http1/http_conn.h"),  # the seam goes one way only
             ("core/transaction.cpp", "transport/encode.h"),               # core reads no transport

@@ -51,7 +51,7 @@ void rows_at(Transaction& t, std::initializer_list<uint64_t> offsets) {
 TEST(CpuProfileTest, SamplesGoToTheRowWhoseGapTheyFellIn) {
   Transaction t;
   rows_at(t, {0, 100, 500});  // rows at +0, +100, +500 ns
-  t.cpu_samples = {sample(1000 + 50, {0x500, 0x400}),            // GAP of row 1
+  t.cpu.samples = {sample(1000 + 50, {0x500, 0x400}),            // GAP of row 1
                    sample(1000 + 100, {0x500, 0x400}),           // at row 1's start: still row 1
                    sample(1000 + 300, {0x200, 0x100, 0x300, 0x400}),  // row 2: unnamed libz under deflate
                    sample(1000 + 400, {0x101, 0x300, 0x400}),    // row 2
@@ -59,7 +59,7 @@ TEST(CpuProfileTest, SamplesGoToTheRowWhoseGapTheyFellIn) {
                    sample(1000 + 900, {0x500, 0x400})};          // after END: END
   int calls = 0;
   cpu::build_profile(t, fake, &calls);
-  EXPECT_TRUE(t.cpu_samples.empty());
+  EXPECT_TRUE(t.cpu.samples.empty());
   const auto& rows = t.cpu_profile.rows;
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].row, 1u);
@@ -84,7 +84,7 @@ TEST(CpuProfileTest, SamplesGoToTheRowWhoseGapTheyFellIn) {
   EXPECT_LE(calls, 8);  // each address resolved once per transaction
 
   // The wire: Step.hot (19), Step.cpu_samples (20), Transaction.cpu_stacks (24), cpu_samples_dropped (25).
-  t.cpu_samples_dropped = 3;
+  t.cpu.samples_dropped = 3;
   Identity id;
   id.instance_id = 1;
   Counters c;
@@ -106,7 +106,7 @@ TEST(CpuProfileTest, SamplesGoToTheRowWhoseGapTheyFellIn) {
 TEST(CpuProfileTest, StacksPastTheCapFoldIntoOther) {
   Transaction t;
   rows_at(t, {0, 1000000});
-  for (uintptr_t i = 0; i < cpu::kMaxStacks + 50; ++i) t.cpu_samples.push_back(sample(1000 + 10, {0x10000 + i * 16, 0x400}));
+  for (uintptr_t i = 0; i < cpu::kMaxStacks + 50; ++i) t.cpu.samples.push_back(sample(1000 + 10, {0x10000 + i * 16, 0x400}));
   int calls = 0;
   cpu::build_profile(t, fake, &calls);
   ASSERT_EQ(t.cpu_profile.stacks.size(), cpu::kMaxStacks);
