@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/redact.h"
+
 namespace txray {
 
 enum class Mode : uint8_t { http, process, off };
@@ -47,6 +49,8 @@ struct Config {
   // Stacks of failed and slow steps (stack_capture.h, docs/stacks.md).
   bool stacks = true;        // TXRAY_STACKS=0: no stacks at all
   uint32_t stack_ms = 100;   // TXRAY_STACK_MS: a call step this long (ms) gets a stack; 0: failed steps only
+  // What values are kept (core/redact.h): TXRAY_VALUES, TXRAY_KEEP_QUERY, TXRAY_MASK_PATH.
+  redact::Policy redaction;
   std::string problems;  // what could not be parsed (printed when debug is on)
 };
 

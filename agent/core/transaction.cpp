@@ -14,6 +14,7 @@
 #include "cpu/clock.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/redact.h"
 #include "core/ids.h"
 #include "core/step_rows.h"
 #include "core/mpsc_queue.h"  // a bounded lock-free ring (MPMC); pure data structure, no I/O
@@ -213,6 +214,8 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   t->max_rows = config().max_steps < 3 ? 3 : config().max_steps;
   t->start_unix_ns = clock::unix_ns();
   t->steps.reserve(4);  // START, END and a couple of steps without reallocating
+  // Raw values were asked for (core/redact.h): every profile says so, so nobody reads one unaware.
+  if (__builtin_expect(redact::policy().marked, 0)) t->attrs.push_back({"values", "raw"});
   if (kind != "unattributed") cpu::before_start(&t->cpu);
   rows::start(t);
   if (kind != "unattributed") cpu::on_begin(&t->cpu);

@@ -82,7 +82,7 @@ curl_off_t describe(const txray::StepRef& s, CURL* h, CURLcode rc, bool rc_known
   getinfo(h, CURLINFO_TOTAL_TIME_T, &t_total);
 
   if (url) {
-    std::string u = txray::http_call_url("", "", url, "", txray::http_out::mask_query());
+    std::string u = txray::http_call_url("", "", url, "");
     txray::rec::set_text(s, u);
     if (text) *text = std::move(u);
   }

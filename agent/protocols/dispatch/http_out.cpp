@@ -221,10 +221,6 @@ bool propagate() {
   return v;
 }
 
-bool mask_query() {
-  static const bool v = env_flag("TXRAY_MASK_QUERY", true);
-  return v;
-}
 
 void set_call_span(uint64_t span_id) { t_call_span = span_id; }
 
@@ -553,7 +549,7 @@ void on_close(FdSlot* s, int fd) {
 void CallSink::on_request(HttpCall& c, const HttpRequestHead& h) {
   if (http_out::inside_curl()) {  // the curl hook records this transfer
     if (c.span_id && !http_out::t_call_span)
-      http_out::remember_curl_request(c.span_id, http_call_url(scheme, h.host, h.target, peer, http_out::mask_query()));
+      http_out::remember_curl_request(c.span_id, http_call_url(scheme, h.host, h.target, peer));
     return;
   }
   if (http_out::live(preopened)) {
@@ -568,7 +564,7 @@ void CallSink::on_request(HttpCall& c, const HttpRequestHead& h) {
   if (!c.step) return;
   if (!c.span_id) c.span_id = rec::new_id();  // not propagated: still an id for the row
   rec::set_id(c.step, c.span_id);
-  std::string url = http_call_url(scheme, h.host, h.target, peer, http_out::mask_query());
+  std::string url = http_call_url(scheme, h.host, h.target, peer);
   rec::set_text(c.step, url);
   rec::add_attr(c.step, "method", h.method);
 }
@@ -620,7 +616,7 @@ void H2Sink::on_request(H2Call& c, const h2::HeaderList& h) {
     url.append(authority.empty() ? std::string_view(peer) : authority.substr(0, 256));
     url.append(h.get(":path").substr(0, 2048));
   } else {
-    url = http_call_url(scheme, authority, h.get(":path"), peer, http_out::mask_query());
+    url = http_call_url(scheme, authority, h.get(":path"), peer);
   }
   rec::set_text(c.step, url);
   rec::add_attr(c.step, "method", h.get(":method"));

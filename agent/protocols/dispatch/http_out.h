@@ -68,9 +68,8 @@ namespace http_out {
 
 // The configuration this part reads once from the environment:
 //   TXRAY_PROPAGATE=0   no traceparent insertion (default on)
-//   TXRAY_MASK_QUERY=0  keep query values in call URLs (default: masked as k=?)
+// (What a call URL keeps of its query, userinfo and path is the redaction policy's: core/redact.h.)
 bool propagate();
-bool mask_query();
 
 // A connect on fd (outbound slot s) to addr:port is starting: a fresh client state for the slot.
 void on_connect(FdSlot* s, std::string_view addr, int port);

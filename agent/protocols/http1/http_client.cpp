@@ -498,29 +498,8 @@ void HttpClientTracker::give_up(HttpClientSink& sink, std::string_view error) {
 
 // ---------------------------------------------------------------------------------------------------
 
-std::string mask_query_values(std::string_view query) {
-  std::string out;
-  out.reserve(query.size());
-  size_t i = 0;
-  while (i <= query.size()) {
-    size_t amp = query.find('&', i);
-    if (amp == std::string_view::npos) amp = query.size();
-    std::string_view pair = query.substr(i, amp - i);
-    size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) {
-      out.append(pair);
-    } else {
-      out.append(pair.substr(0, eq + 1));
-      out.push_back('?');
-    }
-    if (amp < query.size()) out.push_back('&');
-    i = amp + 1;
-  }
-  return out;
-}
-
 std::string http_call_url(std::string_view scheme, std::string_view host, std::string_view target,
-                          std::string_view fallback_host, bool mask_query) {
+                          std::string_view fallback_host, const redact::Policy& p) {
   std::string url;
   size_t hash = target.find('#');
   if (hash != std::string_view::npos) target = target.substr(0, hash);
@@ -538,18 +517,20 @@ std::string http_call_url(std::string_view scheme, std::string_view host, std::s
   }
   if (absolute) {
     // the authority ends at the path or, with no path, at the query ("http://h?token=x")
-    size_t slash = target.find_first_of("/?", target.find("//") + 2);
+    size_t start = target.find("//") + 2;
+    size_t slash = target.find_first_of("/?", start);
     if (slash == std::string_view::npos) slash = target.size();
-    url.append(target.substr(0, slash));
+    url.append(target.substr(0, start));
+    redact::append_authority(p, target.substr(start, slash - start), url);  // "user:pass@host"
     path = target.substr(slash);
   } else {
     url.append(scheme).append("://").append(host.empty() ? fallback_host : host);
   }
   size_t q = path.find('?');
-  if (q == std::string_view::npos || !mask_query) {
-    url.append(path);
-  } else {
-    url.append(path.substr(0, q + 1)).append(mask_query_values(path.substr(q + 1)));
+  redact::append_path(p, path.substr(0, q), url);
+  if (q != std::string_view::npos) {
+    url.push_back('?');
+    redact::append_query(p, path.substr(q + 1), url);
   }
   return url;
 }

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "core/recorder.h"
+#include "core/redact.h"
 
 namespace txray {
 
@@ -148,14 +149,12 @@ class HttpClientTracker {
   HttpCall upgraded_call_;
 };
 
-// Builds the URL of a call for its step text: "scheme://host[:port]/path?k=?&…" with query values
-// masked unless mask_query is false. `target` may already be absolute-form. When the request had no
-// Host header, `fallback_host` (the peer address) is used. Fragments never reach the wire.
+// Builds the URL of a call for its step text: "scheme://host[:port]/path?k=?&…", redacted by policy
+// `p` (core/redact.h: query values, a userinfo password, path segments a template names). `target`
+// may already be absolute-form. When the request had no Host header, `fallback_host` (the peer
+// address) is used. Fragments never reach the wire.
 std::string http_call_url(std::string_view scheme, std::string_view host, std::string_view target,
-                          std::string_view fallback_host, bool mask_query = true);
-
-// Masks the values of a query string ("a=1&b=x" → "a=?&b=?"); a key without '=' is kept as it is.
-std::string mask_query_values(std::string_view query);
+                          std::string_view fallback_host, const redact::Policy& p = redact::policy());
 
 // True when buf starts like an HTTP/1.x request (a known method followed by a space), or could still
 // become one (a prefix of such a method shorter than it). Used to decide quickly whether to track.

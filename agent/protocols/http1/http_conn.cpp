@@ -6,6 +6,7 @@
 
 #include "core/attribution.h"
 #include "core/counters.h"
+#include "core/redact.h"
 #include "protocols/http2/h2_conn.h"
 #include "protocols/tracecontext/traceparent.h"
 #include "core/transaction.h"
@@ -127,9 +128,19 @@ void HttpConn::begin_parsed(const http::RequestHead& head, size_t head_size) {
   size_t len = head.method.size() < sizeof name ? head.method.size() : sizeof name;
   std::memcpy(name, head.method.data(), len);
   if (len < sizeof name) name[len++] = ' ';
-  size_t take = head.path.size() < sizeof name - len ? head.path.size() : sizeof name - len;
-  std::memcpy(name + len, head.path.data(), take);
-  len += take;
+  const redact::Policy& policy = redact::policy();
+  if (__builtin_expect(redact::masks_paths(policy), 0)) {
+    // Token segments a TXRAY_MASK_PATH template names never reach the name ("GET /reset/*").
+    std::string path;
+    redact::append_path(policy, head.path, path);
+    size_t take = path.size() < sizeof name - len ? path.size() : sizeof name - len;
+    std::memcpy(name + len, path.data(), take);
+    len += take;
+  } else {
+    size_t take = head.path.size() < sizeof name - len ? head.path.size() : sizeof name - len;
+    std::memcpy(name + len, head.path.data(), take);
+    len += take;
+  }
   tx = tx::begin(std::string_view(name, len), "http");
   tx->client_addr = client_addr;
   tx->bytes_read = head_size;
@@ -138,7 +149,12 @@ void HttpConn::begin_parsed(const http::RequestHead& head, size_t head_size) {
     a.key.assign(key);
     a.value.assign(value);
   };
-  if (!head.query.empty()) attr("query", head.query.substr(0, 1024));
+  if (!head.query.empty()) {  // values masked unless kept by name or raw (core/redact.h)
+    Attr& a = tx->attrs.emplace_back();
+    a.key.assign("query");
+    a.value.clear();
+    redact::append_query(policy, head.query.substr(0, 1024), a.value);
+  }
   if (!head.host.empty()) attr("host", head.host.substr(0, 256));
   if (!head.user_agent.empty()) attr("user_agent", head.user_agent);
   if (!head.traceparent.empty()) {

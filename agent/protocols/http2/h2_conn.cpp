@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/counters.h"
+#include "core/redact.h"
 #include "protocols/http2/h2_client.h"
 #include "core/span_owner.h"
 #include "protocols/tracecontext/traceparent.h"
@@ -145,13 +146,17 @@ void H2Server::begin(uint32_t id, const h2::HeaderList& h, size_t wire, bool end
     query = p.substr(q + 1);
     p = p.substr(0, q);
   }
-  name.append(p.substr(0, 2048));
+  redact::append_path(redact::policy(), p.substr(0, 2048), name);  // TXRAY_MASK_PATH's segments masked
   Transaction* t = tx::begin(name, st->grpc ? "grpc" : "http");
   st->tx = t;
   if (!t) return;
   t->client_addr = client_;
   t->bytes_read = wire;
-  if (!query.empty()) t->attrs.push_back({"query", std::string(query.substr(0, 1024))});
+  if (!query.empty()) {  // values masked unless kept by name or raw (core/redact.h)
+    std::string q;
+    redact::append_query(redact::policy(), query.substr(0, 1024), q);
+    t->attrs.push_back({"query", std::move(q)});
+  }
   if (auto a = h.get(":authority"); !a.empty()) t->attrs.push_back({"host", std::string(a.substr(0, 256))});
   if (auto ua = h.get("user-agent"); !ua.empty()) t->attrs.push_back({"user_agent", std::string(ua.substr(0, 512))});
   t->attrs.push_back({"protocol", "h2"});

@@ -26,6 +26,9 @@ Settings parse_settings(const char* (*get)(const char*)) {
     else if (!std::strcmp(v, "off")) s.mode = TextMode::off;
     else s.problems += std::string("TXRAY_SQL='") + v + "' is not mask|raw|off (using mask); ";
   }
+  else if (const char* r = get("TXRAY_VALUES"); r && !std::strcmp(r, "raw")) {
+    s.mode = TextMode::raw;  // the one raw switch (core/redact.h) keeps SQL values too, unless TXRAY_SQL says otherwise
+  }
   if (const char* v = get("TXRAY_SQL_MAX_TEXT"); v && *v && !parse_size(v, 64, 65536, &s.max_text))
     s.problems += std::string("TXRAY_SQL_MAX_TEXT='") + v + "' is not a number in 64..65536; ";
   if (const char* v = get("TXRAY_SQL_MAX_BIND"); v && *v && !parse_size(v, 8, 4096, &s.max_bind))

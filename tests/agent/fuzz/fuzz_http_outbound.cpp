@@ -6,7 +6,7 @@
 //  - a call never counts more request or response bytes than passed;
 //  - insert_point only points just after a complete HTTP/1.x request line: once the bytes before it are
 //    sent, the tracker is inside that request's head;
-//  - the URL of a call masks every query value (mask_query_values / http_call_url);
+//  - the URL of a call masks every query value (redact::append_query / http_call_url);
 //  - the same bytes written and read in other pieces give the same calls, as long as neither run
 //    found the connection not to be HTTP (deciding that on the first bytes of a request depends on how
 //    many of them are seen at once: a prefix of a method is given the benefit of the doubt).
@@ -167,7 +167,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fail("calls depend on how the bytes were cut", a, b);
   }
   // The query masking on its own.
-  std::string masked = mask_query_values(std::string_view(data ? reinterpret_cast<const char*>(data) : "", size));
+  std::string masked;
+  redact::append_query(redact::Policy{}, std::string_view(data ? reinterpret_cast<const char*>(data) : "", size), masked);
   Sink::check_masked("http://h/p?" + masked);
   return 0;
 }

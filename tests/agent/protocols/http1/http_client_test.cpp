@@ -315,17 +315,32 @@ TEST(HttpClientInsert, OnlyIntoRequestLinesTheTrackerFollows) {
 }
 
 TEST(HttpClientUrl, BuildsAndMasks) {
-  EXPECT_EQ(http_call_url("http", "api:8080", "/items/7?q=secret&page=2&flag", "", true),
+  const redact::Policy mask;
+  redact::Policy raw;
+  raw.raw = raw.raw_query = true;
+  EXPECT_EQ(http_call_url("http", "api:8080", "/items/7?q=secret&page=2&flag", "", mask),
             "http://api:8080/items/7?q=?&page=?&flag");
-  EXPECT_EQ(http_call_url("http", "api", "/a?b=1#frag", "", false), "http://api/a?b=1");
-  EXPECT_EQ(http_call_url("http", "", "/a", "127.0.0.1:9000", true), "http://127.0.0.1:9000/a");
-  EXPECT_EQ(http_call_url("http", "proxy", "http://example.com/x?k=v", "", true), "http://example.com/x?k=?");
-  EXPECT_EQ(http_call_url("https", "h", "/", "", true), "https://h/");
+  EXPECT_EQ(http_call_url("http", "api", "/a?b=1#frag", "", raw), "http://api/a?b=1");
+  EXPECT_EQ(http_call_url("http", "", "/a", "127.0.0.1:9000", mask), "http://127.0.0.1:9000/a");
+  EXPECT_EQ(http_call_url("http", "proxy", "http://example.com/x?k=v", "", mask), "http://example.com/x?k=?");
+  EXPECT_EQ(http_call_url("https", "h", "/", "", mask), "https://h/");
   // absolute-form with no path: the query was taken for part of the host, unmasked (agent.fuzz_http_outbound)
-  EXPECT_EQ(http_call_url("http", "proxy", "http://example.com?token=abc&x=1", "", true),
+  EXPECT_EQ(http_call_url("http", "proxy", "http://example.com?token=abc&x=1", "", mask),
             "http://example.com?token=?&x=?");
   // CONNECT's authority-form target (seen in agent.fuzz_http_outbound's seed: "http://example.com:443example.com:443")
-  EXPECT_EQ(http_call_url("http", "example.com:443", "example.com:443", "", true), "http://example.com:443");
+  EXPECT_EQ(http_call_url("http", "example.com:443", "example.com:443", "", mask), "http://example.com:443");
+}
+
+TEST(HttpClientUrl, UserinfoPathAndKeptParameters) {
+  std::string problems;
+  redact::Policy p = redact::parse(nullptr, "page", "/reset/*", &problems);
+  ASSERT_EQ(problems, "");
+  EXPECT_EQ(http_call_url("http", "", "http://bob:SECRET@h:8080/reset/T0KEN?page=2&api_key=K", "", p),
+            "http://bob:*@h:8080/reset/*?page=2&api_key=?");
+  EXPECT_EQ(http_call_url("http", "h", "/reset/T0KEN", "", p), "http://h/reset/*");
+  EXPECT_EQ(http_call_url("http", "", "http://bob@h/x", "", p), "http://bob@h/x");
+  redact::Policy raw = redact::parse("raw", nullptr, nullptr, &problems);
+  EXPECT_EQ(http_call_url("http", "", "http://bob:SECRET@h/x?k=v", "", raw), "http://bob:SECRET@h/x?k=v");
 }
 
 TEST(HttpClientDetect, MethodsAndPrefixes) {
