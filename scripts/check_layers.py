@@ -34,6 +34,8 @@ SEAMS = {
                                                        "begins with the HTTP/2 preface, is handed over",
     ("protocols/http1", "protocols/tracecontext/traceparent.h"): "W3C trace context in HTTP/1 heads",
     ("protocols/http2", "protocols/tracecontext/traceparent.h"): "W3C trace context in HTTP/2 headers",
+    ("protocols/http1", "protocols/tracecontext/context.h"): "W3C trace context in HTTP/1 heads",
+    ("protocols/http2", "protocols/tracecontext/context.h"): "W3C trace context in HTTP/2 headers",
 }
 # Known edges against the arrows, each with its reason; the list only shrinks (empty now).
 EXCEPTIONS = {}

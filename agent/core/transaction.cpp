@@ -146,7 +146,7 @@ Transaction* fresh_transaction() {
 // Transaction cost the agent thread ~500 instructions per request). The static_assert below stops the
 // build when the struct changes size: a new member must be reset here too.
 void reset(Transaction* t) {
-  static_assert(sizeof(Transaction) == 824 || sizeof(void*) != 8, "Transaction changed: reset() must reset its new members");
+  static_assert(sizeof(Transaction) == 896 || sizeof(void*) != 8, "Transaction changed: reset() must reset its new members");
   auto keep = [](auto& v, size_t cap) {  // emptied; its capacity kept only when small
     if (v.capacity() <= cap) v.clear();
     else std::remove_reference_t<decltype(v)>().swap(v);
@@ -154,6 +154,9 @@ void reset(Transaction* t) {
   t->txid = 0;
   std::memset(t->trace_id, 0, sizeof t->trace_id);
   t->parent_span_id = 0;
+  t->trace_flags = -1;
+  keep(t->tracestate, kKeepText);
+  keep(t->baggage, kKeepText);
   keep(t->name, kKeepText);
   keep(t->kind, kKeepText);
   t->start_unix_ns = t->elapsed_ns = t->cpu_ns = 0;
@@ -262,6 +265,9 @@ void unref(Transaction* t) {
 void take_over(Transaction* from, Transaction* to) {  // `to`: freshly made, empty
   to->txid = from->txid;
   for (int i = 0; i < 16; ++i) to->trace_id[i] = from->trace_id[i];
+  to->trace_flags = from->trace_flags;
+  to->tracestate = from->tracestate;
+  to->baggage = from->baggage;
   to->name = from->name;
   to->kind = from->kind;
   to->start_unix_ns = from->start_unix_ns;

@@ -71,6 +71,13 @@ struct Transaction {
   uint64_t txid = 0;
   uint8_t trace_id[16] = {};
   uint64_t parent_span_id = 0;
+  // W3C trace flags received with the caller's traceparent (sampled, random), -1 when the agent started
+  // the trace (protocols/tracecontext/context.h decides its flags then).
+  int16_t trace_flags = -1;
+  // The caller's tracestate (combined and checked) and baggage, sent on with every outbound call the
+  // agent injects into; empty when none.
+  std::string tracestate;
+  std::string baggage;
   std::string name;
   std::string kind;  // "http", "api", "process"
   uint64_t start_unix_ns = 0;

@@ -48,6 +48,7 @@
 #include "protocols/http2/h2_inject.h"
 #include "protocols/http1/http_client.h"
 #include "protocols/dispatch/http_out.h"
+#include "protocols/tracecontext/context.h"
 #include "core/recorder.h"
 #include "hooks/hook.h"
 
@@ -283,9 +284,8 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
   size_t planned = c->h2->plan_insert(bytes, h->scratch, plan, TlsH2Write::kMax);
   if (!planned) return false;
   txray::Transaction* tx = txray::http_out::h2_call_tx();
-  uint8_t trace[16];
-  uint64_t own_span;
-  if (!tx || !txray::rec::trace_context(tx, trace, &own_span)) return false;
+  txray::OutboundContext ctx;
+  if (!tx || !txray::outbound_context(tx, &ctx)) return false;
   // No more TLS records than the program's bytes need (16 KiB of plaintext each).
   constexpr size_t kRecord = 16384;
   h->w.begin(prog, num, (num + kRecord - 1) / kRecord * kRecord - num);
@@ -294,7 +294,7 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
     const txray::H2Client::Insert& p = plan[i];
     h->spans[i] = txray::rec::new_id();
     h->streams[i] = p.stream;
-    size_t flen = txray::hpack_traceparent(trace, h->spans[i], field, sizeof field);
+    size_t flen = txray::hpack_context(ctx, h->spans[i], p.own, field, sizeof field);
     if (!flen || !h->w.add(p.frame_at, p.at, p.frame_len, field, flen, uint32_t(i))) break;
   }
   return h->w.finish();

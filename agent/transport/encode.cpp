@@ -6,6 +6,8 @@
 #include "cpu/clock.h"
 #include "cpu/cpu_sampler.h"
 #include "cpu/stack_capture.h"
+#include "core/config.h"
+#include "protocols/tracecontext/context.h"
 #include "transport/perf_drain.h"
 #include "transport/pb_writer.h"
 #include "transport/self_cost.h"
@@ -130,11 +132,14 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
   for (const auto& s : t.summary) write_summary(w, s);
   for (const auto& a : t.attrs) write_attr(w, 21, a);
   {
-    std::string_view kind = t.kind;
-    Run r(w, Writer::room_for(kind) + 2 * kField);
+    std::string_view kind = t.kind, tracestate = t.tracestate;
+    Run r(w, Writer::room_for(kind) + Writer::room_for(tracestate) + 3 * kField);
     r.str(22, kind);
     r.u64(26, t.agent_cost_ns);
     r.u64(27, t.agent_thread_ns);
+    r.str(28, tracestate);
+    // The flags its outbound calls carry: received, else the agent's own (tracecontext/context.h).
+    r.u64(29, t.trace_flags >= 0 ? uint64_t(t.trace_flags) : own_trace_flags(t.trace_id, config().sample_rate));
   }
   for (const auto& st : t.cpu_profile.stacks) {
     size_t k = w.begin(24);  // Transaction.cpu_stacks

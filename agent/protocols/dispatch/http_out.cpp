@@ -19,6 +19,7 @@
 #include "hints/hint_board.h"
 #include "core/hold.h"
 #include "protocols/http1/http_inject.h"
+#include "protocols/tracecontext/context.h"
 #include "core/recorder.h"
 #include "core/span_owner.h"
 #include "core/transaction.h"
@@ -285,15 +286,14 @@ bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, in
     planned = h->client.plan_insert(bytes, h->scratch, plan, kMaxPlan);
     // libcurl writes its transfer on the thread that runs it: that thread's request (curl_hooks.cpp's row).
     Transaction* tx = !planned ? nullptr : inside_curl() ? rec::current() : h2_call_tx();
-    uint8_t trace[16];
-    uint64_t own_span;
-    if (tx && rec::trace_context(tx, trace, &own_span)) {
+    OutboundContext ctx_out;
+    if (tx && outbound_context(tx, &ctx_out)) {
       char prog[H2Injector::kMaxReplace];
       char field[H2Injector::kMaxField];
       for (size_t i = 0; i < planned; ++i) {
         // Inside libcurl's easy interface the transfer's own row (curl_hooks.cpp) is the call: its id.
         spans[i] = (i == 0 && inside_curl() && t_call_span) ? t_call_span : rec::new_id();
-        size_t flen = hpack_traceparent(trace, spans[i], field, sizeof field);
+        size_t flen = hpack_context(ctx_out, spans[i], plan[i].own, field, sizeof field);
         size_t plen = plan[i].at - plan[i].frame_at;
         if (!flen || plen > sizeof prog || !bytes.copy(plan[i].frame_at, plen, prog)) continue;
         h->inj.add(plan[i].frame_at, plan[i].at, prog, plan[i].frame_len, field, flen, uint32_t(i));
@@ -388,7 +388,8 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   size_t line_len = 0;
   uint64_t span = 0;
   if (cnt <= kMaxIov && p0 && propagate() && !c->tracker.opaque()) {
-    size_t pos = c->tracker.insert_point(p0, n0);
+    unsigned own = 0;
+    size_t pos = c->tracker.insert_point(p0, n0, &own);
     char joined[2048];
     if (pos == HeaderInjector::kNoInsert && cnt > 1 && !memchr(p0, '\n', n0)) {
       // The request line may go on in the next iovecs: look at the start of the write in one piece.
@@ -398,14 +399,13 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
         memcpy(joined + len, iov[i].iov_base, k);
         len += k;
       }
-      pos = c->tracker.insert_point(joined, len);
+      pos = c->tracker.insert_point(joined, len, &own);
     }
     Transaction* tx = pos != HeaderInjector::kNoInsert ? call_tx(c->sink.owner, false) : nullptr;
-    uint8_t trace[16];
-    uint64_t own_span;
-    if (tx && rec::trace_context(tx, trace, &own_span)) {
+    OutboundContext ctx_out;
+    if (tx && outbound_context(tx, &ctx_out)) {
       span = (inside_curl() && t_call_span) ? t_call_span : rec::new_id();
-      line_len = format_traceparent_line(trace, span, line, sizeof line);
+      line_len = format_context_lines(ctx_out, span, own, line, sizeof line);
       at = pos;  // an offset in the program's bytes (empty iovecs count 0)
       // This write starts a request: its row starts now (kept if the write has to be retried).
       if (!inside_curl() && !c->tracker.request_in_progress() && !live(c->sink.preopened))

@@ -81,19 +81,25 @@ bool is_request_line(std::string_view line) {
   return sp1 != std::string_view::npos && sp2 > sp1 && ends_with_http1(line);
 }
 
-// Whether the header lines at the start of p (up to the blank line) include a traceparent header.
-bool head_has_traceparent(const char* p, size_t n) {
+// Which trace headers the header lines at the start of p (up to the blank line) hold: bit 0
+// traceparent, bit 1 tracestate, bit 2 baggage.
+unsigned head_trace_headers(const char* p, size_t n) {
+  unsigned m = 0;
   size_t i = 0;
   while (i < n) {
     const char* nl = static_cast<const char*>(std::memchr(p + i, '\n', n - i));
     size_t end = nl ? static_cast<size_t>(nl - p) : n;
     std::string_view line(p + i, end - i);
-    if (trim(line).empty() && nl) return false;  // blank line: the head ended
+    if (trim(line).empty() && nl) break;  // blank line: the head ended
     std::string_view name, value;
-    if (split_header(line, name, value) && iequals(name, "traceparent")) return true;
+    if (split_header(line, name, value)) {
+      if (iequals(name, "traceparent")) m |= 1;
+      else if (iequals(name, "tracestate")) m |= 2;
+      else if (iequals(name, "baggage")) m |= 4;
+    }
     i = end + 1;
   }
-  return false;
+  return m;
 }
 
 }  // namespace
@@ -112,7 +118,8 @@ void HttpClientTracker::collect(std::string& line, const char* p, size_t n) {
   if (line.size() < kMaxLine) line.append(p, std::min(n, kMaxLine - line.size()));
 }
 
-size_t HttpClientTracker::insert_point(const char* buf, size_t n) const {
+size_t HttpClientTracker::insert_point(const char* buf, size_t n, unsigned* own) const {
+  if (own) *own = 0;
   if (opaque_ || n == 0) return kNoInsert;
   if (req_ == Req::kIdle) {
     if (count_ == kMaxOutstanding || !looks_like_http_request(buf, n)) return kNoInsert;
@@ -135,7 +142,9 @@ size_t HttpClientTracker::insert_point(const char* buf, size_t n) const {
   } else if (line.size() > kMaxLine || !is_request_line(line)) {
     return kNoInsert;
   }
-  if (head_has_traceparent(buf + at, n - at)) return kNoInsert;
+  unsigned m = head_trace_headers(buf + at, n - at);
+  if (m & 1) return kNoInsert;
+  if (own) *own = m >> 1;  // the program's own tracestate / baggage: not sent twice
   return at;
 }
 

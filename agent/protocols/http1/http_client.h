@@ -70,8 +70,10 @@ class HttpClientTracker {
 
   // Where to insert a header line into `buf`, the bytes the program offers to write next: right after
   // the '\n' that ends the request line, when that '\n' is in buf; kNoInsert when buf holds no such
-  // point, or when the part of the head in buf already has a traceparent header. Does not change state.
-  size_t insert_point(const char* buf, size_t n) const;
+  // point, or when the part of the head in buf already has a traceparent header. *own (when given):
+  // bit 0 the head in buf has a tracestate header of the program's, bit 1 a baggage header (they are
+  // then not inserted: tracecontext/context.h kOwnTraceState, kOwnBaggage). Does not change state.
+  size_t insert_point(const char* buf, size_t n, unsigned* own = nullptr) const;
 
   // The kernel accepted these `n` bytes of the program's (inserted bytes not included). `span_id` is
   // the id the glue put into a header inserted in this request, or 0.

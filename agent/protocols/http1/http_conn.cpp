@@ -8,7 +8,8 @@
 #include "core/counters.h"
 #include "core/redact.h"
 #include "protocols/http2/h2_conn.h"
-#include "protocols/tracecontext/traceparent.h"
+#include "core/recorder.h"
+#include "protocols/tracecontext/context.h"
 #include "core/transaction.h"
 
 namespace txray {
@@ -121,6 +122,34 @@ bool HttpConn::begin_request(std::string_view head_bytes) {
   return true;
 }
 
+// The request's trace headers (rare enough to be out of line): lines after the first of a header are
+// found in the head again (it starts at its method).
+__attribute__((noinline)) void HttpConn::trace_headers(const http::RequestHead& head, size_t head_size) {
+  constexpr size_t kMaxLines = 16;  // more lines of one header: the list is dropped
+  std::string_view head_bytes(head.method.data(), head_size);
+  std::string_view ts[kMaxLines], bg[kMaxLines];
+  InboundContext in;
+  in.traceparent = head.traceparent;
+  in.traceparents = head.traceparents;
+  if (head.traceparents == 1) {  // tracestate is not looked at otherwise
+    in.tracestate = ts;
+    if (head.tracestates == 1) ts[0] = head.tracestate, in.tracestates = 1;
+    else if (head.tracestates > 1) in.tracestates = http::header_lines(head_bytes, "tracestate", ts, kMaxLines);
+    if (in.tracestates > kMaxLines) {
+      in.tracestates = 0;
+      rec::add_tx_attr(tx, "tracestate_dropped", "too many lines");
+    }
+  }
+  in.baggage = bg;
+  if (head.baggages == 1) bg[0] = head.baggage, in.baggages = 1;
+  else if (head.baggages > 1) in.baggages = http::header_lines(head_bytes, "baggage", bg, kMaxLines);
+  if (in.baggages > kMaxLines) {
+    in.baggages = 0;
+    rec::add_tx_attr(tx, "baggage_dropped", "too many lines");
+  }
+  accept_context(tx, in);
+}
+
 // Begins the transaction of a parsed request head of head_size bytes (its views valid during the call).
 void HttpConn::begin_parsed(const http::RequestHead& head, size_t head_size) {
   // "METHOD path" built on the stack: no allocation (tx::begin keeps 1,024 bytes of a name).
@@ -157,14 +186,7 @@ void HttpConn::begin_parsed(const http::RequestHead& head, size_t head_size) {
   }
   if (!head.host.empty()) attr("host", head.host.substr(0, 256));
   if (!head.user_agent.empty()) attr("user_agent", head.user_agent);
-  if (!head.traceparent.empty()) {
-    // The one parser of the value (traceparent.h), which follows the spec's rules for receivers.
-    TraceParent tp;
-    if (parse_traceparent(head.traceparent, tp)) {
-      for (int i = 0; i < 16; ++i) tx->trace_id[i] = tp.trace_id[i];
-      tx->parent_span_id = tp.parent_id;
-    }
-  }
+  if (__builtin_expect(head.traceparents | head.tracestates | head.baggages, 0)) trace_headers(head, head_size);
   ++seq;
   upgrade_h2c = head.upgrade_h2c;
   attr::request_began(tx, fd);

@@ -65,6 +65,7 @@ struct HttpConn {
   bool try_begin_in_place(const char* p, size_t n);
   bool begin_request(std::string_view head);
   void begin_parsed(const http::RequestHead& head, size_t head_size);
+  void trace_headers(const http::RequestHead& head, size_t head_size);
   void finish(int status, const char* error);
 };
 

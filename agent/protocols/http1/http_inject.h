@@ -24,7 +24,8 @@ namespace txray {
 class HeaderInjector {
  public:
   static constexpr size_t kNoInsert = static_cast<size_t>(-1);
-  static constexpr size_t kMaxLine = 96;
+  // Room for traceparent + tracestate + baggage lines (tracecontext/context.h: kMaxContextLines).
+  static constexpr size_t kMaxLine = 1664;
   static constexpr int kExtraIov = 3;  // gather() adds at most this many entries to the program's
 
   bool has_pending() const { return pending_len_ != 0; }

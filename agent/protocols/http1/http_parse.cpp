@@ -272,7 +272,8 @@ size_t scan_request(std::string_view head, RequestHead* out, bool* parsed) {
   out->keep_alive = version == "HTTP/1.1";
   bool ok = true;
   // Only the headers txray keeps or needs for framing; the others are skipped on their first letter.
-  size_t end = each_header(head, nls, nl, letters("hutc"), [&](const char* p, const char* e) {
+  auto bump = [](uint8_t& n) { n += n != 255; };
+  size_t end = each_header(head, nls, nl, letters("hutcb"), [&](const char* p, const char* e) {
     const char* v;
     auto value = [&] { return std::string_view(v, size_t(e - v)); };
     switch (*p | 0x20) {
@@ -284,8 +285,19 @@ size_t scan_request(std::string_view head, RequestHead* out, bool* parsed) {
         else if ((v = after_name(p, e, "upgrade")) && contains_token(value(), "h2c")) out->upgrade_h2c = true;
         break;
       case 't':
-        if ((v = after_name(p, e, "traceparent"))) out->traceparent = trim(value()).substr(0, 128);
-        else if ((v = after_name(p, e, "transfer-encoding"))) out->chunked = contains_token(value(), "chunked");
+        if ((v = after_name(p, e, "traceparent"))) {
+          if (!out->traceparents) out->traceparent = trim(value()).substr(0, 128);
+          bump(out->traceparents);
+        } else if ((v = after_name(p, e, "tracestate"))) {
+          if (!out->tracestates) out->tracestate = trim(value());
+          bump(out->tracestates);
+        } else if ((v = after_name(p, e, "transfer-encoding"))) out->chunked = contains_token(value(), "chunked");
+        break;
+      case 'b':
+        if ((v = after_name(p, e, "baggage"))) {
+          if (!out->baggages) out->baggage = trim(value());
+          bump(out->baggages);
+        }
         break;
       case 'c':
         if ((v = after_name(p, e, "content-length"))) {
@@ -302,6 +314,21 @@ size_t scan_request(std::string_view head, RequestHead* out, bool* parsed) {
   return end;
 }
 }  // namespace
+
+size_t header_lines(std::string_view head, std::string_view lower_name, std::string_view* out, size_t max) {
+  if (lower_name.empty()) return 0;
+  Newlines nls(head.data(), head.size());
+  const char* nl = nls.next();
+  size_t n = 0;
+  char first[2] = {lower_name[0], 0};
+  each_header(head, nls, nl, letters(first), [&](const char* p, const char* e) {
+    if (const char* v = after_name(p, e, lower_name)) {
+      if (n < max) out[n] = trim(std::string_view(v, size_t(e - v)));
+      ++n;
+    }
+  });
+  return n;
+}
 
 namespace {
 // Parses a response head at the start of `data`; returns where it ends (0: no complete head in data,

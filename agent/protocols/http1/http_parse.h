@@ -25,6 +25,10 @@ struct RequestHead {
   std::string_view path;   // target without the query string
   std::string_view query;  // after '?', without it
   std::string_view host, user_agent, traceparent;
+  // The first tracestate and baggage lines; how many lines of the three there were (counts stop at 255).
+  // Further lines are found again by header_lines() (rare: only then is the head scanned twice).
+  std::string_view tracestate, baggage;
+  uint8_t traceparents = 0, tracestates = 0, baggages = 0;
   int64_t content_length = -1;  // -1 when absent
   bool chunked = false;
   bool keep_alive = true;       // HTTP/1.1 default; "Connection: close" or HTTP/1.0 without keep-alive
@@ -36,6 +40,10 @@ bool parse_request_head(std::string_view head, RequestHead* out);
 // finding its end: returns find_head_end(data, 0) (0: no whole head, *out not to be used), and *ok is
 // what parse_request_head(data.substr(0, end)) returns (one pass over the head, not two).
 size_t parse_request(std::string_view data, RequestHead* out, bool* ok);
+
+// The values (trimmed) of every line of header `lower_name` (lowercase) in a request head, in order, up
+// to max of them; returns how many there are (may be more than max).
+size_t header_lines(std::string_view head, std::string_view lower_name, std::string_view* out, size_t max);
 
 struct ResponseHead {
   int status = 0;

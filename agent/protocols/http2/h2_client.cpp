@@ -274,7 +274,10 @@ size_t H2Client::plan_insert(const IoBytes& buf, std::string& scratch, Insert* o
       // A new request (not trailers of one), without a traceparent of its own, with room for ours.
       H2Call* known = find(stream);
       bool request = !fields->get(":method").empty() && !(known && known->announced);
-      if (request && pe && !fields->has("traceparent") && flen + kMaxInsert <= 16384) out[k++] = Insert{pos, pos + pe, stream, flen};
+      if (request && pe && !fields->has("traceparent") && flen + kMaxInsert <= 16384) {
+        unsigned own = (fields->has("tracestate") ? kOwnTraceState : 0) | (fields->has("baggage") ? kOwnBaggage : 0);
+        out[k++] = Insert{pos, pos + pe, stream, flen, own};
+      }
     }
     if (end > buf.len) break;
     pos = end;

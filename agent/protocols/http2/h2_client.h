@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 #include "protocols/http2/h2_frames.h"
+#include "protocols/tracecontext/context.h"
 #include "core/recorder.h"
 
 namespace txray {
@@ -60,7 +61,9 @@ class H2CallSink {
 class H2Client {
  public:
   static constexpr size_t kMaxCalls = 256;
-  static constexpr size_t kMaxInsert = 128;  // an encoded traceparent field is 69 bytes
+  // The largest field block the agent inserts (traceparent 69 bytes, tracestate and baggage as long as
+  // tracecontext/context.h allows): a HEADERS frame gets the fields only when they fit in it.
+  static constexpr size_t kMaxInsert = kMaxContextFields;
 
   void reset();
   // After a 101 to an HTTP/1.1 `Upgrade: h2c` request (RFC 7540 §3.2): a fresh state whose stream 1 is
@@ -84,6 +87,7 @@ class H2Client {
     size_t at;         // offset in buf of the insertion point
     uint32_t stream;
     uint32_t frame_len;  // the frame's payload length as the program wrote it
+    unsigned own = 0;    // the program's own tracestate / baggage fields (context.h: kOwnTraceState, kOwnBaggage)
   };
   size_t plan_insert(const struct IoBytes& buf, std::string& scratch, Insert* out, size_t max);
   // The glue put a traceparent with this span id into the stream's HEADERS: remembered for its call.

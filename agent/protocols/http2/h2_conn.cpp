@@ -7,10 +7,45 @@
 #include "core/redact.h"
 #include "protocols/http2/h2_client.h"
 #include "core/span_owner.h"
-#include "protocols/tracecontext/traceparent.h"
+#include "protocols/tracecontext/context.h"
 #include "core/transaction.h"
 
 namespace txray {
+
+namespace {
+// A request's trace headers (tracecontext/context.h decides): every field of each, in order (a
+// multi-line header arrives as several fields).
+void h2_trace_headers(Transaction* t, const h2::HeaderList& h) {
+  constexpr size_t kMaxLines = 16;
+  std::string_view ts[kMaxLines], bg[kMaxLines];
+  InboundContext in;
+  in.tracestate = ts;
+  in.baggage = bg;
+  bool ts_over = false, bg_over = false;
+  for (const h2::Field& f : h.fields) {
+    if (f.name.empty() || (f.name[0] != 't' && f.name[0] != 'b')) continue;
+    if (f.name == "traceparent") {
+      if (!in.traceparents++) in.traceparent = f.value;
+    } else if (f.name == "tracestate") {
+      if (in.tracestates < kMaxLines) ts[in.tracestates++] = f.value;
+      else ts_over = true;
+    } else if (f.name == "baggage") {
+      if (in.baggages < kMaxLines) bg[in.baggages++] = f.value;
+      else bg_over = true;
+    }
+  }
+  if (!in.traceparents && !in.tracestates && !in.baggages) return;
+  if (ts_over) {
+    in.tracestates = 0;
+    if (in.traceparents == 1) t->attrs.push_back({"tracestate_dropped", "too many lines"});
+  }
+  if (bg_over) {
+    in.baggages = 0;
+    t->attrs.push_back({"baggage_dropped", "too many lines"});
+  }
+  accept_context(t, in);
+}
+}  // namespace
 
 namespace {
 
@@ -160,13 +195,7 @@ void H2Server::begin(uint32_t id, const h2::HeaderList& h, size_t wire, bool end
   if (auto a = h.get(":authority"); !a.empty()) t->attrs.push_back({"host", std::string(a.substr(0, 256))});
   if (auto ua = h.get("user-agent"); !ua.empty()) t->attrs.push_back({"user_agent", std::string(ua.substr(0, 512))});
   t->attrs.push_back({"protocol", "h2"});
-  if (auto tp = h.get("traceparent"); !tp.empty()) {
-    TraceParent parsed;
-    if (parse_traceparent(tp, parsed)) {
-      for (int i = 0; i < 16; ++i) t->trace_id[i] = parsed.trace_id[i];
-      t->parent_span_id = parsed.parent_id;
-    }
-  }
+  h2_trace_headers(t, h);
   // A runtime shim may name its handler's outbound calls by this caller span (span_owner.h).
   if (t->parent_span_id && span_owner::enabled()) st->indexed = span_owner::request_began(t);
   st->request_done = end_stream;

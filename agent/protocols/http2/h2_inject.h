@@ -28,7 +28,7 @@ class H2Injector {
  public:
   static constexpr size_t kMaxEdits = 32;
   static constexpr size_t kMaxReplace = 1024;  // larger pseudo-header sections get no field
-  static constexpr size_t kMaxField = 128;
+  static constexpr size_t kMaxField = 1664;  // >= tracecontext/context.h kMaxContextFields
 
   bool has_pending() const { return pending_len_ != 0; }
   size_t edits() const { return edits_; }

@@ -118,7 +118,7 @@ TEST_F(HttpOutTest, InsertsTraceparentAndRecordsTheCall) {
   std::string line = kernel.wire.substr(at, 70);
   ASSERT_EQ(line.substr(0, 13), "traceparent: ");
   ASSERT_TRUE(parse_traceparent(line.substr(13, 55), tp));
-  EXPECT_EQ(tp.flags, 1);
+  EXPECT_EQ(tp.flags, 3);  // a trace the agent started: sampled (rate 1) and random
   // The program's bytes are counted, not the inserted ones.
   EXPECT_EQ(slot->bytes_written.load(), kReq.size());
 

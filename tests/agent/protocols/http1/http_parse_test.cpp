@@ -149,3 +149,31 @@ TEST(HttpParse, GarbageResponseIsGivenUpUntilClose) {
   EXPECT_TRUE(r.gave_up());
   EXPECT_TRUE(r.until_close());
 }
+
+// Trace headers: the first line of each and how many lines; the others found again by header_lines.
+TEST(HttpParse, CountsTraceHeaderLinesInAnyCase) {
+  std::string head =
+      "GET / HTTP/1.1\r\nTraceParent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n"
+      "TRACESTATE: vendor1=a\r\nHost: x\r\ntracestate:  \r\nbaggage: k=v\r\ntracestate: vendor2=b \r\n"
+      "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01\r\n\r\n";
+  RequestHead h;
+  ASSERT_TRUE(parse_request_head(head, &h));
+  EXPECT_EQ(h.traceparents, 2);
+  EXPECT_EQ(h.tracestates, 3);
+  EXPECT_EQ(h.baggages, 1);
+  EXPECT_EQ(h.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  EXPECT_EQ(h.tracestate, "vendor1=a");
+  EXPECT_EQ(h.baggage, "k=v");
+  std::string_view lines[4];
+  ASSERT_EQ(header_lines(head, "tracestate", lines, 4), 3u);
+  EXPECT_EQ(lines[0], "vendor1=a");
+  EXPECT_EQ(lines[1], "");
+  EXPECT_EQ(lines[2], "vendor2=b");
+  EXPECT_EQ(header_lines(head, "tracestate", lines, 1), 3u);  // counted past max
+}
+
+TEST(HttpParse, NoTraceHeadersNoCounts) {
+  RequestHead h;
+  ASSERT_TRUE(parse_request_head("GET / HTTP/1.1\r\nHost: x\r\nBar: 1\r\nTrace: 2\r\n\r\n", &h));
+  EXPECT_EQ(h.traceparents | h.tracestates | h.baggages, 0);
+}

@@ -61,3 +61,21 @@ TEST(Traceparent, HexHelpers) {
   hex_span_id(1, s);
   EXPECT_EQ(std::string(s, 16), "0000000000000001");
 }
+
+// Level 2 §3.2 / §4.3, the cases of the versioning rules.
+TEST(Traceparent, VersionRules) {
+  TraceParent tp;
+  const std::string ids = "-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  EXPECT_TRUE(parse_traceparent("cc" + ids, tp));                       // a higher version, 55 characters
+  EXPECT_TRUE(parse_traceparent("cc" + ids + "-what-the-future-will-be-like", tp));
+  EXPECT_FALSE(parse_traceparent("cc" + ids + ".what-the-future-will-be-like", tp));
+  EXPECT_FALSE(parse_traceparent("00" + ids + "-what-the-future-will-be-like", tp));  // 00: exactly 55
+  EXPECT_FALSE(parse_traceparent("0g" + ids, tp));
+  EXPECT_FALSE(parse_traceparent("Cc" + ids, tp));
+  EXPECT_FALSE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g", tp));
+  EXPECT_FALSE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01", tp));   // 31 hex
+  EXPECT_FALSE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b-01", tp));   // 15 hex
+  EXPECT_FALSE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1", tp));
+  EXPECT_TRUE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09", tp));  // unknown bits
+  EXPECT_EQ(tp.flags, 9);
+}
