@@ -162,7 +162,9 @@ TEST_F(SocketEventsTest, ReadAndWriteWaitForADescheduledHolder) {
   std::thread holder([&] {
     ASSERT_TRUE(c->lock.try_take(tx::this_tid()));
     held = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    // Held far longer than the old spin lasted (microseconds), far shorter than the hold's 200 ms bound:
+    // a machine's load can stretch the sleep by a lot and still not reach it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
     c->lock.release();
   });
   while (!held) {}
