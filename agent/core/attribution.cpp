@@ -1,4 +1,4 @@
-#include "attribution.h"
+#include "core/attribution.h"
 
 #include <dlfcn.h>
 
@@ -6,11 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "config.h"
-#include "counters.h"
-#include "socket_events.h"
-#include "span_owner.h"
-#include "unattributed.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/span_owner.h"
+#include "core/unattributed.h"
 
 namespace txray::attr {
 

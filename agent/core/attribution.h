@@ -15,13 +15,13 @@
 // to the request that was handled when its connect() was issued, or that an `O` hint named.
 //
 // A request is named by a ReqRef — its inbound connection's descriptor and its txid — and found again
-// through the connection (socket_events.h: request_on), so nothing here holds a pointer to a
-// transaction that may have ended.
+// through the connection (sock::request_on below), so nothing here holds a pointer to a transaction
+// that may have ended.
 #pragma once
 
 #include <cstdint>
 
-#include "transaction.h"
+#include "core/transaction.h"
 
 namespace txray {
 
@@ -30,6 +30,15 @@ struct ReqRef {
   uint64_t txid = 0;  // 0: whichever request is in flight on fd
   bool valid() const { return fd >= 0; }
 };
+
+namespace sock {
+// The request in flight on inbound connection fd, if it is its n-th (n = 0: any), has this txid (0: any)
+// and the calling thread may record into it (it began there, or it was captured); else nullptr. Does
+// not wait for a thread working on the connection (nullptr then). Declared here because the rules
+// need it; defined by the dispatch (protocols/dispatch/socket_events.cpp), which holds the inbound
+// connections — so core/ names no protocol.
+Transaction* request_on(int fd, uint32_t n, uint64_t txid);
+}  // namespace sock
 
 namespace attr {
 

@@ -1,4 +1,4 @@
-#include "config.h"
+#include "core/config.h"
 
 #include <unistd.h>
 
@@ -138,6 +138,13 @@ Config parse_config(const char* (*get)(const char*)) {
     c.curve_unusable = true;
   }
   if (c.curve_unusable) c.problems += "the agent sends nothing (CURVE keys unusable); ";
+  // What values are kept (core/redact.h). TXRAY_MASK_QUERY=0, the older way to keep query values, and
+  // TXRAY_SQL=raw keep values too, so they also mark every transaction values=raw.
+  c.redaction = redact::parse(get("TXRAY_VALUES"), get("TXRAY_KEEP_QUERY"), get("TXRAY_MASK_PATH"), &c.problems);
+  if (const char* v = get("TXRAY_MASK_QUERY");
+      v && (!std::strcmp(v, "0") || !std::strcmp(v, "false") || !std::strcmp(v, "off") || !std::strcmp(v, "no")))
+    c.redaction.raw_query = c.redaction.marked = true;
+  if (const char* v = get("TXRAY_SQL"); v && !std::strcmp(v, "raw")) c.redaction.marked = true;
   return c;
 }
 
@@ -149,6 +156,7 @@ const Config& config() {
 void set_config(const Config& c) {
   // Set once at start-up (before any thread of the agent runs); never freed: hooks may run during exit.
   g_config = new Config(c);
+  redact::set_policy(c.redaction);
 }
 
 const char* mode_name(Mode m) {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/redact.h"
+
 namespace txray {
 
 enum class Mode : uint8_t { http, process, off };
@@ -19,7 +21,7 @@ struct Config {
   // at or above sample_keep_ms always go. The others are only counted (Batch.sampled_out).
   double sample_rate = 1.0;                        // TXRAY_SAMPLE_RATE, 0..1
   uint32_t sample_keep_ms = 100;                   // TXRAY_SAMPLE_KEEP_MS: never sampled out at/above this
-  // CPU samples of transaction threads (core/cpu_sampler.h): TXRAY_CPU_SAMPLES=0 turns them off.
+  // CPU samples of transaction threads (cpu/cpu_sampler.h): TXRAY_CPU_SAMPLES=0 turns them off.
   bool cpu_samples = true;                         // TXRAY_CPU_SAMPLES = 1 | 0
   uint32_t cpu_sample_ms = 10;                     // TXRAY_CPU_SAMPLE_MS: ms of thread CPU between samples
   uint32_t cpu_samples_max = 256;                  // TXRAY_CPU_SAMPLES_MAX: samples kept per transaction
@@ -33,7 +35,7 @@ struct Config {
   enum class CpuSampler : uint8_t { automatic, perf, signal };
   CpuSampler cpu_sampler = CpuSampler::automatic;
   uint32_t cpu_stack_kb = 8;                       // TXRAY_CPU_STACK_KB: user stack copied per perf sample (1..60)
-  // TXRAY_CPU_CLOCK (core/clock.h "the switch-checked CPU clock"): auto = a thread with a perf ring reads
+  // TXRAY_CPU_CLOCK (cpu/clock.h "the switch-checked CPU clock"): auto = a thread with a perf ring reads
   // its CPU time from the wall clock while the ring's page says it has not been switched out; syscall =
   // always CLOCK_THREAD_CPUTIME_ID.
   bool fast_cpu_clock = true;
@@ -47,6 +49,8 @@ struct Config {
   // Stacks of failed and slow steps (stack_capture.h, docs/stacks.md).
   bool stacks = true;        // TXRAY_STACKS=0: no stacks at all
   uint32_t stack_ms = 100;   // TXRAY_STACK_MS: a call step this long (ms) gets a stack; 0: failed steps only
+  // What values are kept (core/redact.h): TXRAY_VALUES, TXRAY_KEEP_QUERY, TXRAY_MASK_PATH.
+  redact::Policy redaction;
   std::string problems;  // what could not be parsed (printed when debug is on)
 };
 

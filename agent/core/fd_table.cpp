@@ -1,4 +1,4 @@
-#include "fd_table.h"
+#include "core/fd_table.h"
 
 #include <new>
 

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "recorder.h"
+#include "core/recorder.h"
 
 namespace txray {
 

@@ -1,10 +1,10 @@
-#include "hold.h"
+#include "core/hold.h"
 
 #include <sched.h>
 #include <time.h>
 
-#include "counters.h"
-#include "transaction.h"
+#include "core/counters.h"
+#include "core/transaction.h"
 
 namespace txray {
 

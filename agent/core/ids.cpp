@@ -1,4 +1,4 @@
-#include "ids.h"
+#include "core/ids.h"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <ctime>
 
-#include "clock.h"
-#include "counters.h"
+#include "cpu/clock.h"
+#include "core/counters.h"
 
 namespace txray {
 

@@ -1,18 +1,18 @@
 // The recorder API (recorder.h) over the row mechanics (step_rows.h).
-#include "recorder.h"
+#include "core/recorder.h"
 
 #include <cerrno>
 #include <new>
 
-#include "attribution.h"
-#include "clock.h"
-#include "counters.h"
-#include "ids.h"
-#include "span_owner.h"
-#include "stack_capture.h"
-#include "step_rows.h"
-#include "transaction.h"
-#include "unattributed.h"
+#include "core/attribution.h"
+#include "cpu/clock.h"
+#include "core/counters.h"
+#include "core/ids.h"
+#include "core/span_owner.h"
+#include "cpu/stack_capture.h"
+#include "core/step_rows.h"
+#include "core/transaction.h"
+#include "core/unattributed.h"
 
 namespace txray::rec {
 namespace {

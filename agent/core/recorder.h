@@ -47,7 +47,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "shared_text.h"
+#include "core/shared_text.h"
 
 namespace txray {
 

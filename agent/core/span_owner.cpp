@@ -1,11 +1,11 @@
-#include "span_owner.h"
+#include "core/span_owner.h"
 
 #include <atomic>
 
-#include "counters.h"
-#include "hold.h"
-#include "ids.h"
-#include "transaction.h"
+#include "core/counters.h"
+#include "core/hold.h"
+#include "core/ids.h"
+#include "core/transaction.h"
 
 namespace txray::span_owner {
 namespace {

@@ -1,8 +1,8 @@
-#include "step_rows.h"
+#include "core/step_rows.h"
 
-#include "clock.h"
-#include "counters.h"
-#include "transaction.h"
+#include "cpu/clock.h"
+#include "core/counters.h"
+#include "core/transaction.h"
 
 namespace txray::rows {
 namespace {
@@ -78,7 +78,7 @@ void start(Transaction* t) {
   t->last_row_mono_ns = now;
   t->last_row_cpu_ns = cpu_now(t, now);
   t->last_row_tid = t->shared ? 0 : tx::this_tid();
-  Step& s = t->steps.emplace_back();  // in place (issue 14: a Step is ~200 bytes to move and destroy)
+  Step& s = t->steps.emplace_back();  // in place (a Step is ~200 bytes to move and destroy)
   s.kind = StepKind::START;
   s.seq = ++t->next_seq;
   s.start_mono_ns = now;

@@ -3,7 +3,7 @@
 // lock when it is shared (process mode).
 #pragma once
 
-#include "transaction.h"
+#include "core/transaction.h"
 
 namespace txray::rows {
 

@@ -1,4 +1,4 @@
-#include "transaction.h"
+#include "core/transaction.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -8,15 +8,16 @@
 #include <new>
 #include <type_traits>
 
-#include "cpu_sampler.h"
-#include "perf_sampler.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/perf_sampler.h"
 
-#include "clock.h"
-#include "config.h"
-#include "counters.h"
-#include "ids.h"
-#include "step_rows.h"
-#include "../transport/mpsc_queue.h"  // a bounded lock-free ring (MPMC); pure data structure, no I/O
+#include "cpu/clock.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/redact.h"
+#include "core/ids.h"
+#include "core/step_rows.h"
+#include "core/mpsc_queue.h"  // a bounded lock-free ring (MPMC); pure data structure, no I/O
 
 namespace txray::tx {
 namespace {
@@ -141,11 +142,11 @@ Transaction* fresh_transaction() {
 
 }  // namespace
 
-// Every member back to its default, in place (issue 14: destroying and constructing the whole
+// Every member back to its default, in place (destroying and constructing the whole
 // Transaction cost the agent thread ~500 instructions per request). The static_assert below stops the
 // build when the struct changes size: a new member must be reset here too.
 void reset(Transaction* t) {
-  static_assert(sizeof(Transaction) == 824 || sizeof(void*) != 8, "Transaction changed: reset() must reset its new members");
+  static_assert(sizeof(Transaction) == 896 || sizeof(void*) != 8, "Transaction changed: reset() must reset its new members");
   auto keep = [](auto& v, size_t cap) {  // emptied; its capacity kept only when small
     if (v.capacity() <= cap) v.clear();
     else std::remove_reference_t<decltype(v)>().swap(v);
@@ -153,6 +154,9 @@ void reset(Transaction* t) {
   t->txid = 0;
   std::memset(t->trace_id, 0, sizeof t->trace_id);
   t->parent_span_id = 0;
+  t->trace_flags = -1;
+  keep(t->tracestate, kKeepText);
+  keep(t->baggage, kKeepText);
   keep(t->name, kKeepText);
   keep(t->kind, kKeepText);
   t->start_unix_ns = t->elapsed_ns = t->cpu_ns = 0;
@@ -178,21 +182,21 @@ void reset(Transaction* t) {
   t->next_seq = 0;
   t->depth = 0;  // stack/stack_tid: meaningful only below depth
   t->owner_slot = nullptr;
-  t->cpu_buf = nullptr;
-  keep(t->cpu_samples, 0);
-  t->cpu_samples_dropped = 0;
+  t->cpu.buf = nullptr;
+  keep(t->cpu.samples, 0);
+  t->cpu.samples_dropped = 0;
   keep(t->cpu_profile.rows, 0);
   keep(t->cpu_profile.stacks, 0);
-  t->cpu_ring = nullptr;
-  t->cpu_ring_gen = 0;
-  t->cpu_end_mono_ns = 0;
-  t->cpu_contended = false;
+  t->cpu.ring = nullptr;
+  t->cpu.ring_gen = 0;
+  t->cpu.end_mono_ns = 0;
+  t->cpu.contended = false;
   t->cpu_clock_syscalls = 0;
 }
 
 void recycle(Transaction* t) {
   if (!t) return;
-  cpu::perf::release(t);  // a transaction dropped before the agent thread gave it its samples
+  cpu::perf::release(&t->cpu);  // a transaction dropped before the agent thread gave it its samples
   reset(t);
   if (!pool().push(t)) delete t;
 }
@@ -213,9 +217,11 @@ Transaction* begin(std::string_view name, std::string_view kind, bool shared) {
   t->max_rows = config().max_steps < 3 ? 3 : config().max_steps;
   t->start_unix_ns = clock::unix_ns();
   t->steps.reserve(4);  // START, END and a couple of steps without reallocating
-  if (kind != "unattributed") cpu::before_start(t);
+  // Raw values were asked for (core/redact.h): every profile says so, so nobody reads one unaware.
+  if (__builtin_expect(redact::policy().marked, 0)) t->attrs.push_back({"values", "raw"});
+  if (kind != "unattributed") cpu::before_start(&t->cpu);
   rows::start(t);
-  if (kind != "unattributed") cpu::on_begin(t);
+  if (kind != "unattributed") cpu::on_begin(&t->cpu);
   return t;
 }
 
@@ -229,9 +235,9 @@ void end(Transaction* t, int32_t status, std::string_view error) {
     t->status = status;
     if (!error.empty() && t->error.empty()) t->error.assign(error.substr(0, 1024));
     rows::finish(t);
-    cpu::on_end(t);
+    cpu::on_end(&t->cpu, t->last_row_mono_ns);
   }
-  // Fewer locked operations per request (issue 14): on its owner thread the slot is cleared with a
+  // Fewer locked operations per request: on its owner thread the slot is cleared with a
   // plain store (only the owner stores transactions there; another thread's end() only ever swaps its
   // own transaction out, with a compare-exchange, which a value other than its own makes fail); the
   // process transaction is swapped out only when it is this one (an http-mode request never is).
@@ -259,6 +265,9 @@ void unref(Transaction* t) {
 void take_over(Transaction* from, Transaction* to) {  // `to`: freshly made, empty
   to->txid = from->txid;
   for (int i = 0; i < 16; ++i) to->trace_id[i] = from->trace_id[i];
+  to->trace_flags = from->trace_flags;
+  to->tracestate = from->tracestate;
+  to->baggage = from->baggage;
   to->name = from->name;
   to->kind = from->kind;
   to->start_unix_ns = from->start_unix_ns;

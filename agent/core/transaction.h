@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu_sampler.h"
-#include "recorder.h"
-#include "shared_text.h"
-#include "stack_capture.h"
+#include "cpu/cpu_sampler.h"
+#include "core/recorder.h"
+#include "core/shared_text.h"
+#include "cpu/stack_capture.h"
 
 namespace txray {
 
@@ -71,6 +71,13 @@ struct Transaction {
   uint64_t txid = 0;
   uint8_t trace_id[16] = {};
   uint64_t parent_span_id = 0;
+  // W3C trace flags received with the caller's traceparent (sampled, random), -1 when the agent started
+  // the trace (protocols/tracecontext/context.h decides its flags then).
+  int16_t trace_flags = -1;
+  // The caller's tracestate (combined and checked) and baggage, sent on with every outbound call the
+  // agent injects into; empty when none.
+  std::string tracestate;
+  std::string baggage;
   std::string name;
   std::string kind;  // "http", "api", "process"
   uint64_t start_unix_ns = 0;
@@ -126,19 +133,11 @@ struct Transaction {
   int depth = 0;
   std::atomic<Transaction*>* owner_slot = nullptr;  // the owning thread's "current" slot
 
-  // CPU samples (core/cpu_sampler.h): the sampled thread's buffer while open, the samples once ended;
-  // the agent thread turns them into `cpu_profile` (transport/cpu_profile.h) before encoding.
-  void* cpu_buf = nullptr;
-  std::vector<cpu::RawSample> cpu_samples;
-  uint32_t cpu_samples_dropped = 0;
+  // CPU samples (cpu/cpu_sampler.h: Window): what the samplers keep while the transaction is open and
+  // its samples once it ended; the agent thread turns them into `cpu_profile` (transport/cpu_profile.h)
+  // before encoding.
+  cpu::Window cpu;
   cpu::Profile cpu_profile;
-  // The perf sampler (core/perf_sampler.h): the begun thread's ring, held until the agent thread has
-  // given the transaction its samples (transport/perf_drain.h); the end of its time window; whether
-  // another transaction began on the thread while it was open (its samples cannot be told apart).
-  void* cpu_ring = nullptr;
-  uint32_t cpu_ring_gen = 0;  // the ring slot's generation when taken (a forked child's reused slots)
-  uint64_t cpu_end_mono_ns = 0;
-  bool cpu_contended = false;
   // Thread CPU clock reads that took the system call (clock.h: the others were switch-checked): the
   // agent's cost estimate prices the two kinds apart (transport/self_cost.h).
   uint16_t cpu_clock_syscalls = 0;
@@ -183,8 +182,8 @@ void unref(Transaction* t);
 // Gives a finished transaction back once it was sent (or dropped), instead of deleting it: it is made
 // new again in place (every member back to its default, transaction.cpp: reset()), keeping only the capacity of its step and attribute
 // lists and of its name and client address, and kept in a bounded pool that begin() takes from, so a
-// transaction with few rows costs the host thread no heap allocation and the agent thread no free
-// (issue 14). Pool full: deleted. Any thread.
+// transaction with few rows costs the host thread no heap allocation and the agent thread no free.
+// Pool full: deleted. Any thread.
 void recycle(Transaction* t);
 
 // True when recording into t must hold its lock (process mode or used from several threads).

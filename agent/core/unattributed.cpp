@@ -1,12 +1,12 @@
-#include "unattributed.h"
+#include "core/unattributed.h"
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <new>
 
-#include "clock.h"
-#include "config.h"
+#include "cpu/clock.h"
+#include "core/config.h"
 
 namespace txray::unattr {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "transaction.h"
+#include "core/transaction.h"
 
 namespace txray::unattr {
 

@@ -1,11 +1,11 @@
 // The explicit C API's entry points (agent/include/txray/txray.h looks them up with dlsym).
 #include <cstring>
 
-#include "../core/attribution.h"
-#include "../core/config.h"
-#include "../core/recorder.h"
-#include "../core/transaction.h"
-#include "hook.h"
+#include "core/attribution.h"
+#include "core/config.h"
+#include "core/recorder.h"
+#include "core/transaction.h"
+#include "hooks/hook.h"
 
 namespace {
 // The transaction this thread started with txray_agent_begin (only that one can be ended by the API).

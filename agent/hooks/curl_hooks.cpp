@@ -20,10 +20,10 @@
 #include <cstdio>
 #include <string>
 
-#include "../core/http_client.h"
-#include "../core/http_out.h"
-#include "../core/recorder.h"
-#include "hook.h"
+#include "protocols/http1/http_client.h"
+#include "protocols/dispatch/http_out.h"
+#include "core/recorder.h"
+#include "hooks/hook.h"
 
 namespace {
 
@@ -82,7 +82,7 @@ curl_off_t describe(const txray::StepRef& s, CURL* h, CURLcode rc, bool rc_known
   getinfo(h, CURLINFO_TOTAL_TIME_T, &t_total);
 
   if (url) {
-    std::string u = txray::http_call_url("", "", url, "", txray::http_out::mask_query());
+    std::string u = txray::http_call_url("", "", url, "");
     txray::rec::set_text(s, u);
     if (text) *text = std::move(u);
   }

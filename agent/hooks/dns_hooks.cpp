@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../core/recorder.h"
-#include "hook.h"
+#include "core/recorder.h"
+#include "hooks/hook.h"
 
 namespace {
 

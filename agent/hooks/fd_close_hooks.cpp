@@ -1,6 +1,6 @@
 // close_range(), closefrom(), dup2() and dup3(): programs that close every descriptor (daemons,
 // spawners) or dup2() /dev/null over every one they did not open must not close or replace the agent's
-// own (PITFALLS 12, issue 12). close_range/closefrom are split around them; a dup2 onto one is taken as
+// own (PITFALLS 12). close_range/closefrom are split around them; a dup2 onto one is taken as
 // done, the way close() on one is (socket_hooks.cpp). The agent's descriptor sits at the top of the
 // table (agent/transport/own_fd.h), where only such sweeps reach it.
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <climits>
 #include <vector>
 
-#include "../core/socket_events.h"
-#include "hook.h"
+#include "protocols/dispatch/socket_events.h"
+#include "hooks/hook.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
-// The runtime hint channel (agent/core/hint_protocol.h): a write() to the reserved descriptor number is
+// The runtime hint channel (agent/hints/hint_protocol.h): a write() to the reserved descriptor number is
 // a message from a runtime shim, answered in its own buffer, never a system call.
 #include <cerrno>
 
-#include "../core/config.h"
-#include "../core/hint_protocol.h"
-#include "hook.h"
+#include "core/config.h"
+#include "hints/hint_protocol.h"
+#include "hooks/hook.h"
 
 namespace txray::hooks {
 

@@ -1,6 +1,6 @@
 // Hook-layer helpers (hook.h): resolving real functions and classifying threads. No interposers here;
 // this file is part of the core library so that tests and the transport can use it without preloading.
-#include "hook.h"
+#include "hooks/hook.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

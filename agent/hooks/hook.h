@@ -71,7 +71,7 @@ bool in_this_process();
 ThreadKind classify_thread();
 // Marks the calling thread as an agent thread for good (the transport thread calls it first thing).
 void mark_agent_thread();
-// A write() to the runtime hint descriptor (core/hint_protocol.h): true when the agent took it, with
+// A write() to the runtime hint descriptor (hints/hint_protocol.h): true when the agent took it, with
 // what write() returns in *result; false: make the real call (no agent here: the kernel says EBADF).
 bool hint_write(const void* buf, size_t n, long* result);
 }  // namespace hooks

@@ -8,20 +8,20 @@
 #include <cstdlib>
 #include <string>
 
-#include "../core/attribution.h"
-#include "../core/clock_page.h"
-#include "../core/config.h"
-#include "../core/stack_capture.h"
-#include "../core/counters.h"
-#include "../core/cpu_sampler.h"
-#include "../core/fd_table.h"
-#include "../core/ids.h"
-#include "../core/recorder.h"
-#include "../core/socket_events.h"
-#include "../core/transaction.h"
-#include "../core/unattributed.h"
-#include "../transport/transport.h"
-#include "hook.h"
+#include "core/attribution.h"
+#include "cpu/clock_page.h"
+#include "core/config.h"
+#include "cpu/stack_capture.h"
+#include "core/counters.h"
+#include "cpu/cpu_sampler.h"
+#include "core/fd_table.h"
+#include "core/ids.h"
+#include "core/recorder.h"
+#include "protocols/dispatch/socket_events.h"
+#include "core/transaction.h"
+#include "core/unattributed.h"
+#include "transport/transport.h"
+#include "hooks/hook.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 
 #include <cerrno>
 
-#include "../core/attribution.h"
-#include "hook.h"
+#include "core/attribution.h"
+#include "hooks/hook.h"
 
 extern "C" {
 

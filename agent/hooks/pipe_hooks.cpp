@@ -1,5 +1,5 @@
 // pipe2(): only for the agent's own use of libunwind. libunwind (loaded by the agent for stacks and CPU
-// samples, agent/core/stack_capture.*) opens a pipe at its first unwind and keeps it for the process's
+// samples, agent/cpu/stack_capture.*) opens a pipe at its first unwind and keeps it for the process's
 // life: it checks addresses by writing them into it. Left where pipe2() puts it, it would take the
 // program's lowest free numbers (the program's next open() or accept() would get other numbers than
 // without the agent), and a program that closes or dup2()s every descriptor it did not open would
@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../core/stack_capture.h"
-#include "../transport/own_fd.h"
+#include "cpu/stack_capture.h"
+#include "transport/own_fd.h"
 
 extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
   int r = static_cast<int>(syscall(SYS_pipe2, fds, flags));

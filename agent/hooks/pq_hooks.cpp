@@ -24,11 +24,11 @@
 #include <cstring>
 #include <string>
 
-#include "../core/fd_table.h"
-#include "../core/recorder.h"
-#include "../core/sql_config.h"
-#include "../core/sql_statement.h"
-#include "hook.h"
+#include "core/fd_table.h"
+#include "core/recorder.h"
+#include "protocols/sql/sql_config.h"
+#include "protocols/sql/sql_statement.h"
+#include "hooks/hook.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // The program installing a signal handler: when it is for the CPU sampler's signal, the sampler stops
-// every timer first and never samples again (core/cpu_sampler.h), so the program's handler gets only the
+// every timer first and never samples again (cpu/cpu_sampler.h), so the program's handler gets only the
 // signals the program itself arranged. Nothing else is looked at; the real call does the work.
 #include <signal.h>
 
 #include <cerrno>
 
-#include "../core/cpu_sampler.h"
-#include "hook.h"
+#include "cpu/cpu_sampler.h"
+#include "hooks/hook.h"
 
 namespace {
 

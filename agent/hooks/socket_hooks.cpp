@@ -1,4 +1,4 @@
-// Socket interposers: call the real function, keep errno, hand the facts to agent/core/socket_events.h.
+// Socket interposers: call the real function, keep errno, hand the facts to agent/protocols/dispatch/socket_events.h.
 // Plain reads and writes cost one fd-table lookup, and are a tail call of the real function when the
 // descriptor is not followed; else a thread-kind check more (never a clock read).
 #include <arpa/inet.h>
@@ -14,10 +14,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "../core/config.h"
-#include "../core/hint_protocol.h"
-#include "../core/socket_events.h"
-#include "hook.h"
+#include "core/config.h"
+#include "hints/hint_protocol.h"
+#include "protocols/dispatch/socket_events.h"
+#include "hooks/hook.h"
 
 namespace {
 
@@ -32,7 +32,7 @@ inline bool is_agent_thread() {
 }
 
 // Decimal digits of v at p; returns the end. No printf on the accept path: the first printf a forked
-// child makes faults in several pages of libc's code (issue 12: the cost of short-lived children).
+// child makes faults in several pages of libc's code (the cost of short-lived children).
 char* put_uint(char* p, unsigned v) {
   char tmp[10];
   int n = 0;
@@ -100,7 +100,7 @@ void note_accept(int fd, const sockaddr* addr, const socklen_t* len) {
 
 // Whether a read or write on fd may record anything: the agent follows it (accepted, connected). Looked
 // at before the real call: a descriptor's kind changes at accept, connect and close, never while the
-// program reads or writes it. False: the hook is a tail call of the real function (issue 14: a plain
+// program reads or writes it. False: the hook is a tail call of the real function (a plain
 // read/write on a descriptor the agent does not follow costs a few instructions, no stack frame, no
 // thread-local lookup). The *_followed functions are the rest of each hook, out of line.
 inline txray::FdSlot* followed(int fd) {
@@ -152,7 +152,7 @@ using SendFn = ssize_t (*)(int, const void*, size_t, int);
 // A followed socket whose reads and writes only count bytes: outbound, connected, not HTTP (or let go:
 // FdSlot::http_live). Its hooks take no thread-kind check: a descriptor becomes followed only on a host
 // thread with the agent enabled (which it stays), and the agent's threads never use the program's
-// sockets. Issue 14: the hook_cost benchmark's followed socket is one of these.
+// sockets. The hook_cost benchmark's followed socket is one of these.
 inline bool plain_outbound(const txray::FdSlot* s) {
   return s->kind.load(std::memory_order_relaxed) == FdKind::outbound && !txray::http_out::has_client(s) &&
          !s->connecting.load(std::memory_order_relaxed);
@@ -232,7 +232,7 @@ __attribute__((noinline)) ssize_t writev_followed(ReadvFn real, txray::FdSlot* s
   return r;
 }
 
-// write() to the runtime hint descriptor (core/hint_protocol.h), out of line: the plain write hook
+// write() to the runtime hint descriptor (hints/hint_protocol.h), out of line: the plain write hook
 // keeps no stack frame.
 __attribute__((noinline)) ssize_t write_hint(WriteFn real, int fd, const void* buf, size_t n) {
   if (long hr; txray::hooks::hint_write(buf, n, &hr)) return hr;
@@ -241,7 +241,7 @@ __attribute__((noinline)) ssize_t write_hint(WriteFn real, int fd, const void* b
 
 // The real read/write family, resolved on first use. The hooks below take the unresolved case out of
 // line as a tail call (hot_real): with the resolver's call inlined, every read and write paid a stack
-// frame for it (issue 14).
+// frame for it.
 template <typename F>
 struct HotReal {
   std::atomic<void*> slot{nullptr};

@@ -24,10 +24,10 @@
 #include <cstring>
 #include <string>
 
-#include "../core/recorder.h"
-#include "../core/sql_config.h"
-#include "../core/sql_statement.h"
-#include "hook.h"
+#include "core/recorder.h"
+#include "protocols/sql/sql_config.h"
+#include "protocols/sql/sql_statement.h"
+#include "hooks/hook.h"
 
 namespace {
 

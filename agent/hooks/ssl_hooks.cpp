@@ -1,5 +1,5 @@
 // TLS through OpenSSL 3: SSL_write/SSL_read (and their _ex forms) of a client connection carry the
-// plaintext of HTTPS, so the same client tracker as for plain sockets (agent/core/http_client.h)
+// plaintext of HTTPS, so the same client tracker as for plain sockets (agent/protocols/http1/http_client.h)
 // turns them into HTTP_CALL rows with scheme https. Rows carry the plaintext bytes (bytes_read /
 // bytes_written) and the TLS bytes on the wire over the call (attributes wire_bytes_read /
 // wire_bytes_written, from the connection's BIO counters). The socket rows underneath count wire bytes
@@ -42,14 +42,15 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "../core/config.h"
-#include "../core/h2_conn.h"
-#include "../core/h2_frames.h"
-#include "../core/h2_inject.h"
-#include "../core/http_client.h"
-#include "../core/http_out.h"
-#include "../core/recorder.h"
-#include "hook.h"
+#include "core/config.h"
+#include "protocols/http2/h2_conn.h"
+#include "protocols/http2/h2_frames.h"
+#include "protocols/http2/h2_inject.h"
+#include "protocols/http1/http_client.h"
+#include "protocols/dispatch/http_out.h"
+#include "protocols/tracecontext/context.h"
+#include "core/recorder.h"
+#include "hooks/hook.h"
 
 namespace {
 
@@ -283,9 +284,8 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
   size_t planned = c->h2->plan_insert(bytes, h->scratch, plan, TlsH2Write::kMax);
   if (!planned) return false;
   txray::Transaction* tx = txray::http_out::h2_call_tx();
-  uint8_t trace[16];
-  uint64_t own_span;
-  if (!tx || !txray::rec::trace_context(tx, trace, &own_span)) return false;
+  txray::OutboundContext ctx;
+  if (!tx || !txray::outbound_context(tx, &ctx)) return false;
   // No more TLS records than the program's bytes need (16 KiB of plaintext each).
   constexpr size_t kRecord = 16384;
   h->w.begin(prog, num, (num + kRecord - 1) / kRecord * kRecord - num);
@@ -294,7 +294,7 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
     const txray::H2Client::Insert& p = plan[i];
     h->spans[i] = txray::rec::new_id();
     h->streams[i] = p.stream;
-    size_t flen = txray::hpack_traceparent(trace, h->spans[i], field, sizeof field);
+    size_t flen = txray::hpack_context(ctx, h->spans[i], p.own, field, sizeof field);
     if (!flen || !h->w.add(p.frame_at, p.at, p.frame_len, field, flen, uint32_t(i))) break;
   }
   return h->w.finish();

@@ -1,4 +1,4 @@
-#include "symbolizer.h"
+#include "symbolize/symbolizer.h"
 
 #include <cxxabi.h>
 #include <elf.h>

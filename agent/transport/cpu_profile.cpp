@@ -1,11 +1,11 @@
-#include "cpu_profile.h"
+#include "transport/cpu_profile.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "../core/transaction.h"
+#include "core/transaction.h"
 
 namespace txray::cpu {
 namespace {
@@ -32,8 +32,8 @@ void build_profile(Transaction& t, Resolver resolve, void* ctx) {
   Profile& p = t.cpu_profile;
   p.rows.clear();
   p.stacks.clear();
-  if (t.cpu_samples.empty() || t.steps.size() < 2) {
-    t.cpu_samples.clear();
+  if (t.cpu.samples.empty() || t.steps.size() < 2) {
+    t.cpu.samples.clear();
     return;
   }
   // Each address once per transaction (the resolver caches per module; this saves the lookups).
@@ -52,7 +52,7 @@ void build_profile(Transaction& t, Resolver resolve, void* ctx) {
   std::unordered_map<size_t, size_t> row_slot;
   std::unordered_map<std::string, uint32_t> folded;
   std::string line;
-  for (const RawSample& s : t.cpu_samples) {
+  for (const RawSample& s : t.cpu.samples) {
     if (s.frames == 0) continue;
     uint64_t off = s.mono_ns > t.start_mono_ns ? s.mono_ns - t.start_mono_ns : 0;
     size_t row = row_of(t.steps, off);
@@ -107,8 +107,8 @@ void build_profile(Transaction& t, Resolver resolve, void* ctx) {
     all.push_back({"(other)", rest});
   }
   p.stacks = std::move(all);
-  t.cpu_samples.clear();
-  t.cpu_samples.shrink_to_fit();
+  t.cpu.samples.clear();
+  t.cpu.samples.shrink_to_fit();
 }
 
 }  // namespace txray::cpu

@@ -1,4 +1,4 @@
-// Turns a finished transaction's raw CPU samples (core/cpu_sampler.h) into what goes on the wire: per
+// Turns a finished transaction's raw CPU samples (cpu/cpu_sampler.h) into what goes on the wire: per
 // row, the samples in its GAP and its hottest functions; for the whole transaction, folded stacks for a
 // flame graph. Runs on the agent thread (or the exiting thread at exit), never in a hook.
 //
@@ -29,7 +29,7 @@ struct Symbol {
 // Resolves one code address; `return_address`: ip is where a call returns to (look up ip - 1).
 using Resolver = Symbol (*)(uintptr_t ip, bool return_address, void* ctx);
 
-// Fills t->cpu_profile from t->cpu_samples (which it clears).
+// Fills t->cpu_profile from t->cpu.samples (which it clears).
 void build_profile(Transaction& t, Resolver resolve, void* ctx);
 
 }  // namespace cpu

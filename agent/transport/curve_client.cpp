@@ -1,4 +1,4 @@
-#include "curve_client.h"
+#include "transport/curve_client.h"
 
 #include <dlfcn.h>
 #include <sodium.h>  // types and sizes only: the functions come from dlopen (below)

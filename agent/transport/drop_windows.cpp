@@ -1,6 +1,6 @@
-#include "drop_windows.h"
+#include "transport/drop_windows.h"
 
-#include "../core/clock.h"
+#include "cpu/clock.h"
 
 namespace txray::transport {
 

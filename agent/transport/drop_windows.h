@@ -2,7 +2,7 @@
 // first and last drop of each reason (core/counters.h, Counters::drop); the transport thread turns the
 // stamps and the cumulative counts into windows — reason, count, [first drop, last drop] — and puts them
 // on its batches (txray.v1.DropWindow), so that once the collector is reachable again it learns how many
-// transactions were lost, why, and when (issue 12: the collector stopped for 60 s under load).
+// transactions were lost, why, and when (the collector stopped for 60 s under load).
 //
 // A window of a reason opens when its count grows and closes after kQuietNs without a drop of that
 // reason. Open windows ride on every batch (their count and last drop still grow); a closed one rides
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../core/counters.h"
+#include "core/counters.h"
 
 namespace txray::transport {
 

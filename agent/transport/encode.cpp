@@ -1,17 +1,19 @@
 // Encodes batches in the txray.v1 wire format (proto/txray/v1/txray.proto) with pb::Writer. The field
-// numbers below are that file's; keep them in step with it (tests/agent/core/transport_test.cpp decodes
+// numbers below are that file's; keep them in step with it (tests/agent/transport/transport_test.cpp decodes
 // the result with the generated code).
-#include "encode.h"
+#include "transport/encode.h"
 
-#include "../core/clock.h"
-#include "../core/cpu_sampler.h"
-#include "../core/stack_capture.h"
-#include "perf_drain.h"
-#include "pb_writer.h"
-#include "self_cost.h"
+#include "cpu/clock.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/stack_capture.h"
+#include "core/config.h"
+#include "protocols/tracecontext/context.h"
+#include "transport/perf_drain.h"
+#include "transport/pb_writer.h"
+#include "transport/self_cost.h"
 
 #include <cstring>
-#include "stack_encode.h"
+#include "transport/stack_encode.h"
 
 namespace txray {
 namespace {
@@ -130,11 +132,14 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
   for (const auto& s : t.summary) write_summary(w, s);
   for (const auto& a : t.attrs) write_attr(w, 21, a);
   {
-    std::string_view kind = t.kind;
-    Run r(w, Writer::room_for(kind) + 2 * kField);
+    std::string_view kind = t.kind, tracestate = t.tracestate;
+    Run r(w, Writer::room_for(kind) + Writer::room_for(tracestate) + 3 * kField);
     r.str(22, kind);
     r.u64(26, t.agent_cost_ns);
     r.u64(27, t.agent_thread_ns);
+    r.str(28, tracestate);
+    // The flags its outbound calls carry: received, else the agent's own (tracecontext/context.h).
+    r.u64(29, t.trace_flags >= 0 ? uint64_t(t.trace_flags) : own_trace_flags(t.trace_id, config().sample_rate));
   }
   for (const auto& st : t.cpu_profile.stacks) {
     size_t k = w.begin(24);  // Transaction.cpu_stacks
@@ -142,7 +147,7 @@ void write_transaction(pb::Writer& w, const Transaction& t) {
     w.u64(2, st.samples);
     w.end(k);
   }
-  w.u64(25, t.cpu_samples_dropped);
+  w.u64(25, t.cpu.samples_dropped);
   w.end(m, 2);
 }
 
@@ -158,7 +163,7 @@ bool same_identity(const Identity& a, const Identity& b) {
 
 // Batch.agent (AgentInfo) as encoded bytes. Every batch carries it (the collector upserts its agents
 // table from each one), but it changes only with the sampler's status, the calibrated units or (in tests)
-// the identity: encoded again then, else copied (issue 14: ~1,500 instructions a batch before, mostly
+// the identity: encoded again then, else copied (~1,500 instructions a batch before, mostly
 // UTF-8 checks of strings that never change). One cache per thread (the agent thread; the exit flush).
 std::string_view agent_info(const Identity& id, double sample_rate) {
   struct Cache {

@@ -5,11 +5,11 @@
 #include <string_view>
 #include <vector>
 
-#include "../core/counters.h"
-#include "../core/transaction.h"
-#include "drop_windows.h"
-#include "identity.h"
-#include "sampler.h"
+#include "core/counters.h"
+#include "core/transaction.h"
+#include "transport/drop_windows.h"
+#include "transport/identity.h"
+#include "transport/sampler.h"
 
 namespace txray {
 
@@ -21,7 +21,7 @@ bool encode_batch(const Identity& id, const Counters& c, uint64_t seq,
                   const std::vector<transport::DropWindow>& windows = {}, uint64_t sent_transactions = 0,
                   const std::vector<transport::SampledCount>* sampled_out = nullptr, double sample_rate = 0);
 
-// A batch buffer kept at its size from one batch to the next (issue 14): each batch is written over the
+// A batch buffer kept at its size from one batch to the next: each batch is written over the
 // last from the start, so it is not grown again from empty (a zero-filled resize per half again its
 // size), and bytes() is the last batch encoded into it. The transport's, and self_cost's calibration.
 struct BatchBuffer {

@@ -1,4 +1,4 @@
-#include "identity.h"
+#include "transport/identity.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,9 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../core/clock.h"
-#include "../core/config.h"
-#include "../core/ids.h"
+#include "cpu/clock.h"
+#include "core/config.h"
+#include "core/redact.h"
+#include "core/ids.h"
 
 #ifndef TXRAY_VERSION_STRING
 #define TXRAY_VERSION_STRING "0.0.0"
@@ -61,12 +62,21 @@ Identity read_identity() {
   id.agent_version = TXRAY_VERSION_STRING;
   id.start_unix_ns = clock::unix_ns();
   id.mode = mode_name(config().mode);
-  std::string joined = args;
-  for (char& c : joined)
-    if (c == '\0') c = ' ';
-  id.command_line = joined.substr(0, kMaxCommandLine);
-  size_t first_end = args.find('\0');
-  std::string rest = first_end == std::string::npos ? std::string() : joined.substr(first_end);
+  // The arguments redacted (core/redact.h: URLs, --password=…, headers, user:pass): command lines
+  // carry secrets as often as URLs do, and process-mode transactions are named after them.
+  std::vector<std::string_view> rest_args;
+  for (size_t i = args.find('\0'); i != std::string::npos && i < args.size();) {
+    size_t next = args.find('\0', i + 1);
+    if (next == std::string::npos) next = args.size();
+    rest_args.emplace_back(std::string_view(args).substr(i + 1, next - i - 1));
+    i = next;
+  }
+  std::string rest;
+  if (!rest_args.empty()) {
+    rest.push_back(' ');
+    redact::append_args(redact::policy(), rest_args, rest);
+  }
+  id.command_line = (argv0 + rest).substr(0, kMaxCommandLine);
   id.argv_name = (basename_of(argv0) + rest).substr(0, 200);
   if (id.argv_name.empty()) id.argv_name = id.program;
   return id;

@@ -1,4 +1,4 @@
-#include "own_fd.h"
+#include "transport/own_fd.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "../core/fd_table.h"
+#include "core/fd_table.h"
 
 namespace txray::transport {
 namespace {

@@ -1,4 +1,4 @@
-// The agent's own descriptors inside someone else's process (PITFALLS 12, issue 12). The program owns
+// The agent's own descriptors inside someone else's process (PITFALLS 12). The program owns
 // the descriptor table: it may have closed 0-2 and expect its next open() to fill them, close or dup2()
 // every number it finds in /proc/self/fd, or run with RLIMIT_NOFILE 16. The agent holds one descriptor
 // (the collector connection), and keeps it out of the program's way in one of two ways:

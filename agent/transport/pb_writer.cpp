@@ -1,4 +1,4 @@
-#include "pb_writer.h"
+#include "transport/pb_writer.h"
 
 namespace txray::pb {
 namespace {

@@ -22,8 +22,8 @@ class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) { attach(out.size()); }
   // Writes from the start of `out`, over what it holds: its size is room that needs no growing, and it
-  // keeps its size (at least what was written: size() says how much) when the Writer is done (issue 14:
-  // the batch buffer kept at its size between batches instead of grown again from empty).
+  // keeps its size (at least what was written: size() says how much) when the Writer is done (the
+  // batch buffer kept at its size between batches instead of grown again from empty).
   struct KeepSize {};
   Writer(std::string& out, KeepSize) : out_(out), keep_size_(true) { attach(0); }
   ~Writer() {
@@ -40,8 +40,8 @@ class Writer {
   static constexpr size_t room_for(std::string_view s) { return 2 * kMaxVarint + s.size(); }  // str(), bytes()
 
   // A run of fields whose most bytes are known beforehand (kField per scalar, room_for() per string):
-  // one room check for the whole run, and the cursor kept in a register from field to field (issue 14:
-  // the check and a load and store of the cursor per field were ~a third of a transaction's encoding).
+  // one room check for the whole run, and the cursor kept in a register from field to field (the
+  // check and a load and store of the cursor per field were ~a third of a transaction's encoding).
   // No method of the Writer may be called while a Run of it is open.
   class Run {
    public:
@@ -50,7 +50,7 @@ class Writer {
     Run(const Run&) = delete;
     Run& operator=(const Run&) = delete;
 
-    // Inlined (issue 14): the tag is a constant where the field number is, and most values take one or
+    // Inlined: the tag is a constant where the field number is, and most values take one or
     // two bytes, so a field is a few stores.
     __attribute__((always_inline)) void u64(int field, uint64_t v) {
       if (!v) return;
@@ -129,7 +129,7 @@ class Writer {
   // Nested message: begin() returns a mark, end() writes the length in front of what was written since.
   // `reserve`: the bytes kept for the length (the same at both), the length's likely size — a row's body
   // is most often under 128 bytes (1), a transaction's under 16 KiB (2) — so that its bytes need no move
-  // (issue 14: a memmove of every nested message's body, ~25 instructions each); a length of another
+  // (a memmove of every nested message's body, ~25 instructions each); a length of another
   // size moves the body (the bytes on the wire are the same: the length always in its fewest bytes).
   size_t begin(int field, size_t reserve = kLenReserve) { return Run(*this, kBegin).begin(field, reserve); }
   void end(size_t mark, size_t reserve = kLenReserve) {

@@ -1,4 +1,4 @@
-#include "perf_drain.h"
+#include "transport/perf_drain.h"
 
 #include <linux/perf_event.h>
 #include <sys/mman.h>
@@ -12,12 +12,12 @@
 #include <new>
 #include <vector>
 
-#include "../core/clock.h"
-#include "../core/config.h"
-#include "../core/cpu_sampler.h"
-#include "../core/perf_sampler.h"
-#include "../core/perf_unwind.h"
-#include "../core/transaction.h"
+#include "cpu/clock.h"
+#include "core/config.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/perf_sampler.h"
+#include "cpu/perf_unwind.h"
+#include "core/transaction.h"
 
 namespace txray::cpu::perfdrain {
 namespace {
@@ -178,18 +178,18 @@ bool poll() {
 }
 
 void settle(Transaction& t) {
-  auto* r = static_cast<perf::Ring*>(t.cpu_ring);
+  auto* r = static_cast<perf::Ring*>(t.cpu.ring);
   if (!r) return;
   {
     std::lock_guard<std::mutex> lock(*g_mu);
     Side* sp = nullptr;  // none when out of memory: the transaction goes without samples
-    if (r->base && r->generation.load(std::memory_order_acquire) == t.cpu_ring_gen && (prepare(), sp = side_of(*r))) {
+    if (r->base && r->generation.load(std::memory_order_acquire) == t.cpu.ring_gen && (prepare(), sp = side_of(*r))) {
       Side& side = *sp;
       drain(*r, side, 0);
-      uint64_t lo = t.start_mono_ns, hi = t.cpu_end_mono_ns;
+      uint64_t lo = t.start_mono_ns, hi = t.cpu.end_mono_ns;
       bool only_one = r->refs.load(std::memory_order_acquire) == 1;  // no older transaction still to settle
       uint32_t cap = config().cpu_samples_max, dropped = 0;
-      // The samples left for later transactions kept in place, in their order (issue 14: a std::deque
+      // The samples left for later transactions kept in place, in their order (a std::deque
       // made and freed per transaction, its map and first node allocated even when it stayed empty,
       // was ~500 instructions a request with the perf sampler on).
       std::deque<RawSample>& q = side.pending;
@@ -197,9 +197,9 @@ void settle(Transaction& t) {
       for (size_t i = 0, n = q.size(); i < n; ++i) {
         const RawSample& s = q[i];
         if (s.mono_ns >= lo && s.mono_ns <= hi) {
-          if (!t.cpu_contended && t.cpu_samples.size() < cap) {
+          if (!t.cpu.contended && t.cpu.samples.size() < cap) {
             try {
-              t.cpu_samples.push_back(s);
+              t.cpu.samples.push_back(s);
               continue;
             } catch (...) {
             }
@@ -211,11 +211,11 @@ void settle(Transaction& t) {
         }
       }
       q.erase(q.begin() + std::ptrdiff_t(kept), q.end());
-      t.cpu_samples_dropped += dropped;
+      t.cpu.samples_dropped += dropped;
       note_dropped(dropped);
     }
   }
-  perf::release(&t);
+  perf::release(&t.cpu);
 }
 
 uint64_t lost_total() { return g_lost.load(std::memory_order_relaxed); }

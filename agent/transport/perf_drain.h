@@ -1,6 +1,6 @@
-// The perf sampler, the agent thread's side (issue 11, docs/stacks.md "CPU samples: two samplers"):
-// drains the threads' rings (core/perf_sampler.h), unwinds each sample's copied stack
-// (core/perf_unwind.h) and gives each finished transaction the samples of its thread taken between its
+// The perf sampler, the agent thread's side (docs/stacks.md "CPU samples: two samplers"):
+// drains the threads' rings (cpu/perf_sampler.h), unwinds each sample's copied stack
+// (cpu/perf_unwind.h) and gives each finished transaction the samples of its thread taken between its
 // START and its END, as cpu::RawSample (what the signal sampler's handler makes), so transport/cpu_profile
 // puts them in rows by time exactly as it does for the signal sampler.
 //

@@ -1,6 +1,6 @@
-#include "sampler.h"
+#include "transport/sampler.h"
 
-#include "../core/counters.h"
+#include "core/counters.h"
 #include "txray/v1/shed_bucket.h"
 
 namespace txray::transport {

@@ -1,4 +1,4 @@
-// Head sampling (TXRAY_SAMPLE_RATE, issue 13): for services that produce more than the network should
+// Head sampling (TXRAY_SAMPLE_RATE): for services that produce more than the network should
 // carry, the agent sends only a share of the fast, successful transactions and counts the rest.
 //
 // The decision is made on the agent thread, when it takes a finished transaction from the queue: by then
@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../core/transaction.h"
+#include "core/transaction.h"
 
 namespace txray::transport {
 

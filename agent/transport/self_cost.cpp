@@ -1,4 +1,4 @@
-#include "self_cost.h"
+#include "transport/self_cost.h"
 
 #include <sys/socket.h>
 
@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "../core/attribution.h"
-#include "../core/clock.h"
-#include "../core/fd_table.h"
-#include "../core/http_conn.h"
-#include "../core/perf_sampler.h"
-#include "../core/socket_events.h"
-#include "../core/transaction.h"
-#include "encode.h"
-#include "mpsc_queue.h"
+#include "core/attribution.h"
+#include "cpu/clock.h"
+#include "core/fd_table.h"
+#include "protocols/http1/http_conn.h"
+#include "cpu/perf_sampler.h"
+#include "protocols/dispatch/socket_events.h"
+#include "core/transaction.h"
+#include "transport/encode.h"
+#include "core/mpsc_queue.h"
 
 namespace txray::selfcost {
 namespace {
@@ -87,9 +87,9 @@ void run_requests(std::vector<Transaction*>* out, uint64_t* host_ns) {
 // its life (+470 instructions per request in libc's _int_malloc and unlink_chunk, bench/nginx_static
 // instructions.sh).
 void let_go(Transaction* t) {
-  if (t->cpu_ring) {
-    cpu::perf::on_end(t);  // the rows' one never ended: its ring still names it
-    cpu::perf::release(t);
+  if (t->cpu.ring) {
+    cpu::perf::on_end(&t->cpu, t->last_row_mono_ns);  // the rows' one never ended: its ring still names it
+    cpu::perf::release(&t->cpu);
   }
   delete t;
 }
@@ -122,7 +122,7 @@ void calibrate() {
   bool fast_reads_seen = false;
   for (int r = 0; r < kReps; ++r) {
     // The units price every CPU clock read as a system call: the loop runs with this thread's reads
-    // forced to it (its calibration transactions may have given it a perf ring, core/clock.h).
+    // forced to it (its calibration transactions may have given it a perf ring, cpu/clock.h).
     uint64_t host = 0;
     clock::force_syscall_on_this_thread(true);
     run_requests(&txs, &host);

@@ -1,4 +1,4 @@
-// The agent's own cost, per transaction (issue 14): what the agent spent in each request, as an estimate
+// The agent's own cost, per transaction: what the agent spent in each request, as an estimate
 // the profile carries (Transaction.agent_cost_ns on the wire).
 //
 // Two parts (docs/agent.md, "The agent's own cost"):
@@ -32,7 +32,7 @@ struct Units {
   double encode_row_ns = 0; // agent thread: encoding one more row
   double cpu_clock_ns = 0;  // one CLOCK_THREAD_CPUTIME_ID read (for the record: the price the issue compares with)
   // The units above are timed with every CPU clock read a system call. What one switch-checked read
-  // (core/clock.h) saves instead, in a request: the calibration's requests timed both ways, the
+  // (cpu/clock.h) saves instead, in a request: the calibration's requests timed both ways, the
   // difference per read (0 where this thread cannot switch-check). A transaction's reads that did not
   // take the system call (Transaction::cpu_clock_syscalls) are priced that much lower. Not on the wire.
   double fast_read_saving_ns = 0;

@@ -1,4 +1,4 @@
-#include "stack_encode.h"
+#include "transport/stack_encode.h"
 
 #include <time.h>
 

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "../symbolize/symbolizer.h"
-#include "pb_writer.h"
+#include "symbolize/symbolizer.h"
+#include "transport/pb_writer.h"
 
 namespace txray::wire {
 

@@ -1,4 +1,4 @@
-#include "transport.h"
+#include "transport/transport.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -13,24 +13,24 @@
 #include <new>
 #include <vector>
 
-#include "../core/clock.h"
-#include "../core/cpu_sampler.h"
-#include "../core/perf_sampler.h"
-#include "../core/transaction.h"
-#include "../core/config.h"
-#include "../core/counters.h"
-#include "../core/fd_table.h"
-#include "../core/unattributed.h"
-#include "../hooks/hook.h"
-#include "cpu_profile.h"
-#include "perf_drain.h"
-#include "stack_encode.h"
-#include "drop_windows.h"
-#include "encode.h"
-#include "mpsc_queue.h"
-#include "sampler.h"
-#include "self_cost.h"
-#include "zmtp.h"
+#include "cpu/clock.h"
+#include "cpu/cpu_sampler.h"
+#include "cpu/perf_sampler.h"
+#include "core/transaction.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/fd_table.h"
+#include "core/unattributed.h"
+#include "hooks/hook.h"
+#include "transport/cpu_profile.h"
+#include "transport/perf_drain.h"
+#include "transport/stack_encode.h"
+#include "transport/drop_windows.h"
+#include "transport/encode.h"
+#include "core/mpsc_queue.h"
+#include "transport/sampler.h"
+#include "transport/self_cost.h"
+#include "transport/zmtp.h"
 
 namespace txray::transport {
 namespace {
@@ -264,7 +264,7 @@ class Sender {
     if (!connected(exiting)) return not_sent(batch), false;
     bool gave_up = false;
     for (Transaction* t : batch)
-      if (!t->cpu_samples.empty()) cpu::build_profile(*t, resolve_symbol, &gave_up);
+      if (!t->cpu.samples.empty()) cpu::build_profile(*t, resolve_symbol, &gave_up);
     estimate_costs(batch);
     if (!encode_batch(st_->id, counters(), ++seq_, batch, &buf_, windows_.riding(), sent_tx_, &sampler_.pending(),
                       sampler_.active() ? config().sample_rate : 0)) {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "../core/transaction.h"
-#include "identity.h"
+#include "core/transaction.h"
+#include "transport/identity.h"
 
 namespace txray::transport {
 
@@ -21,7 +21,7 @@ void init(const Identity& id);
 void enqueue(Transaction* t);
 
 // Starts the agent thread now if it is not running and may be (not at exit, not just after a fork):
-// the perf sampler's rings must be drained while transactions run (core/perf_sampler.h).
+// the perf sampler's rings must be drained while transactions run (cpu/perf_sampler.h).
 void start_for_samples();
 
 // Process exit is starting: transactions ended from now on do not start the agent thread (flush()

@@ -1,4 +1,4 @@
-#include "zmtp.h"
+#include "transport/zmtp.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "../core/clock.h"
+#include "cpu/clock.h"
 
 namespace txray::transport {
 namespace {

@@ -4,7 +4,7 @@
 //
 // Why not libzmq in the host: it holds 6-7 descriptors (eventfds, epoll instances, the connection) at
 // the lowest free numbers, on I/O threads of its own that abort() the whole process when the program
-// closes or dup2()s over one of them (issue 12: a daemon that closed 0-2 and kept logging there; a
+// closes or dup2()s over one of them (a daemon that closed 0-2 and kept logging there; a
 // server that dup2()ed /dev/null over every descriptor it did not open). This peer holds one
 // descriptor (own_fd.h: placed high, guarded, checked before each use), runs on the agent's own thread
 // only, waits only until the deadlines its caller gives, and reports every failure as a return value.
@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "curve_client.h"
-#include "own_fd.h"
+#include "transport/curve_client.h"
+#include "transport/own_fd.h"
 
 namespace txray::transport {
 

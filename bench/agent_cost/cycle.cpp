@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/attribution.h"
-#include "core/http_conn.h"
+#include "protocols/http1/http_conn.h"
 #include "core/transaction.h"
 #include "transport/encode.h"
 

@@ -3,10 +3,10 @@
 //   clock_gettime  CLOCK_THREAD_CPUTIME_ID (a system call on this kind of VM: no vDSO path)
 //   perf_read      read() of a perf_event task-clock descriptor (a system call too)
 //   perf_mmap      the task clock read from its mmap page in user space (rdtsc + the page's time
-//                  fields: the agent's own read, core/clock.h), only where the page says
+//                  fields: the agent's own read, cpu/clock.h), only where the page says
 //                  cap_user_time = 1 (then the agent reads every thread's CPU clock so); "unavailable"
 //                  otherwise (this development VM: kvm-clock)
-//   switch_checked the agent's own read (core/clock.h): the page's sequence and a CLOCK_MONOTONIC read
+//   switch_checked the agent's own read (cpu/clock.h): the page's sequence and a CLOCK_MONOTONIC read
 //                  while the thread has not been switched out (the system call when it has; a tight
 //                  loop on a quiet CPU is rarely switched out, so this is the fast path's price)
 // Each figure is the median over 31 batches of N reads, in ns per read.
@@ -22,7 +22,7 @@
 #include <ctime>
 #include <vector>
 
-#include "clock.h"
+#include "cpu/clock.h"
 
 namespace {
 
@@ -65,7 +65,7 @@ uint64_t perf_read() {
   return v;
 }
 
-// The task clock from user space (cap_user_time): the agent's own read of it (core/clock.h).
+// The task clock from user space (cap_user_time): the agent's own read of it (cpu/clock.h).
 uint64_t perf_mmap() {
   uint64_t v = 0;
   txray::clock::task_clock_from_page(g_page, &v);

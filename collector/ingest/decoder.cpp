@@ -222,6 +222,9 @@ std::string validate_transaction(const v1::Transaction& tx, const Limits& l) {
   }
   if (auto e = check_size(tx.error(), l.max_text_bytes, "transaction error"); !e.empty()) return e;
   if (auto e = check_attributes(tx.attributes(), l, "transaction"); !e.empty()) return e;
+  // W3C tracestate: the agent sends at most 512 characters (tracecontext/tracestate.h); flags are a byte.
+  if (auto e = check_size(tx.tracestate(), l.max_name_bytes, "tracestate"); !e.empty()) return e;
+  if (tx.trace_flags() > 0xff) return "trace_flags " + std::to_string(tx.trace_flags()) + " is more than a byte";
   if (static_cast<size_t>(tx.steps_size()) > l.max_steps)
     return "transaction has " + std::to_string(tx.steps_size()) + " steps";
   // Times are stored as signed 64-bit values; start + elapsed must not wrap.

@@ -246,12 +246,15 @@ void add_summary_event(Span& span, const v1::StepSummary& sm, uint64_t at) {
 void fill_tx_span(Span& span, const v1::Transaction& tx, const std::string& trace) {
   span.set_trace_id(trace);
   span.set_span_id(span_id_bytes(tx.txid()));
+  // The span's W3C flags are those the transaction's trace carried (an older agent's: sampled).
+  uint32_t w3c = tx.trace_flags() ? (tx.trace_flags() & 0xffu) : kSampled;
   if (tx.parent_span_id()) {
     span.set_parent_span_id(span_id_bytes(tx.parent_span_id()));
-    span.set_flags(kSampled | kHasIsRemote | kIsRemote);
+    span.set_flags(w3c | kHasIsRemote | kIsRemote);
   } else {
-    span.set_flags(kSampled | kHasIsRemote);
+    span.set_flags(w3c | kHasIsRemote);
   }
+  if (!tx.tracestate().empty()) span.set_trace_state(tx.tracestate());
   bool process = tx.kind() == "process";
   span.set_kind(process ? Span::SPAN_KIND_INTERNAL : Span::SPAN_KIND_SERVER);
   span.set_name(tx.name());

@@ -4,6 +4,8 @@
 
 #include "attributes_json.h"
 
+#include <cstdlib>
+
 namespace txray::otlp {
 
 namespace {
@@ -118,7 +120,14 @@ v1::Transaction to_wire(const Transaction& t) {
   w.set_bytes_written(static_cast<uint64_t>(t.bytes_written));
   w.set_tid(static_cast<uint32_t>(t.tid));
   w.set_kind(t.kind);
-  to_wire(t.attributes, *w.mutable_attributes());
+  // The W3C tracestate and flags are stored as attributes (writer.cpp): back into their fields.
+  Attributes attrs;
+  for (const auto& kv : t.attributes) {
+    if (kv.first == "tracestate") w.set_tracestate(kv.second);
+    else if (kv.first == "trace_flags") w.set_trace_flags(static_cast<uint32_t>(std::strtoul(kv.second.c_str(), nullptr, 16)) & 0xffu);
+    else attrs.push_back(kv);
+  }
+  to_wire(attrs, *w.mutable_attributes());
   for (const Step& s : t.steps) {
     auto* o = w.add_steps();
     o->set_kind(kind_of(s.kind));

@@ -125,6 +125,9 @@ std::string profile_text(const Transaction& t, const std::string& indent) {
                               (a.agent_version.empty() ? "" : "  (agent " + a.agent_version + ")")));
   add_line(out, indent, field("APPLICATION", t.app));
   add_line(out, indent, field("TRANSACTION", t.name + (t.kind.empty() ? "" : "  (" + t.kind + ")")));
+  for (const auto& [k, v] : t.attributes)  // the agent kept values it masks by default (TXRAY_VALUES=raw)
+    if (k == "values" && v == "raw")
+      add_line(out, indent, field("VALUES", "raw  (query strings, URL passwords and SQL values as the program sent them)"));
   add_line(out, indent, field("CLIENT", t.client_addr.empty() ? "-" : t.client_addr));
   add_line(out, indent, field("START TIME", date_time(t.start_unix_ns)));
   add_line(out, indent, field("END TIME", date_time(t.end_unix_ns)));

@@ -1,6 +1,8 @@
 #include "writer.h"
 
 #include "attributes_json.h"
+
+#include <cstdio>
 #include "ids.h"
 
 #include <string>
@@ -326,6 +328,29 @@ void Writer::account_received(const v1::Batch& b, int64_t agent_id, int64_t now)
 int64_t Writer::insert_transaction(const v1::Transaction& tx, int64_t agent_id, std::string_view app) {
   std::string trace = trace_hex(tx.trace_id());
   attributes_json(json_buf_, tx.attributes());
+  // The W3C tracestate and trace flags are kept as two more attributes of the transaction, not columns:
+  // stores of every age read them alike (absent before), and `show` and the viewer print them as any
+  // other attribute. store_source.cpp turns them back into the wire fields for OTLP.
+  if (!tx.tracestate().empty() || tx.trace_flags()) {
+    if (json_buf_.empty()) json_buf_ = "{";
+    else json_buf_.back() = ',';
+    bool comma = false;
+    if (!tx.tracestate().empty()) {
+      append_json_string(json_buf_, "tracestate");
+      json_buf_ += ':';
+      append_json_string(json_buf_, tx.tracestate());
+      comma = true;
+    }
+    if (tx.trace_flags()) {
+      char hex[3];
+      std::snprintf(hex, sizeof hex, "%02x", tx.trace_flags() & 0xffu);
+      if (comma) json_buf_ += ',';
+      append_json_string(json_buf_, "trace_flags");
+      json_buf_ += ':';
+      append_json_string(json_buf_, hex);
+    }
+    json_buf_ += '}';
+  }
   Stmt& s = tx_insert_;
   s.bind(1, tx.txid())
       .bind_text_or_null(2, trace)

@@ -144,6 +144,15 @@ TEST(ProfileText, AgentLossesShownWhenAny) {
   EXPECT_EQ(j["agent_stacks_missed"], 2);
 }
 
+TEST(ProfileText, RawValuesSaidInTheHeader) {
+  Transaction t = sample();
+  EXPECT_EQ(profile_text(t, "").find("VALUES"), std::string::npos);
+  t.attributes.push_back({"values", "raw"});
+  std::string p = profile_text(t, "");
+  EXPECT_NE(p.find("VALUES         : raw"), std::string::npos) << p;
+  EXPECT_LT(p.find("VALUES"), p.find("CLIENT")) << p;  // near the top, where a reader starts
+}
+
 TEST(ProfileJson, FieldsAndHexIds) {
   Transaction t = sample();
   t.steps[1].id = 0x1234;

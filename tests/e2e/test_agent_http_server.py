@@ -43,7 +43,7 @@ class AgentHttpServer(TxrayTestCase):
             self.assertEqual(t["status"], 200)
             self.assertEqual(t["error"], "")
             self.assertEqual(t["bytes_written"], nbytes, name)
-            self.assertEqual(t["attributes"].get("query"), "v=1")
+            self.assertEqual(t["attributes"].get("query"), "v=?")  # values masked by default
             self.assertTrue(t["client_addr"].startswith("127.0.0.1:"))
             check_sums(self, t)
         text = show_text(c.db, "--last", "1")

@@ -39,7 +39,7 @@ def store_bytes(db):
     return data
 
 
-# The C client's script (tests/agent/sql/mysql_client.cpp): text, rows, changes, error (errno sqlstate), binds.
+# The C client's script (tests/agent/hooks/mysql_client.cpp): text, rows, changes, error (errno sqlstate), binds.
 C_SQL = [
     ("CREATE TABLE accounts (id INT PRIMARY KEY, owner VARCHAR(?) NOT NULL, balance DECIMAL(?,?), note TEXT)",
      None, 0, None, None),

@@ -204,6 +204,20 @@ class TestViewerStore : public QObject {
     QVERIFY(!q->agent_cost_ns);
   }
 
+  void profileHeaderSaysWhenValuesWereKeptRaw() {
+    StoreFixture f;
+    f.insert({TxSpec{1, "shop", "GET /a", kT0, kMs}, TxSpec{2, "shop", "GET /b", kT0 + kMs, kMs}});
+    f.exec("UPDATE transactions SET attributes = '{\"query\":\"q=secret\",\"values\":\"raw\"}' WHERE id = 1");
+    Store s(f.path());
+    auto raw = s.load_profile(1);
+    QVERIFY(raw);
+    const std::string h = profile_header(*raw);
+    QVERIFY2(h.find("VALUES        raw") != std::string::npos, h.c_str());
+    auto masked = s.load_profile(2);
+    QVERIFY(masked);
+    QVERIFY(profile_header(*masked).find("VALUES") == std::string::npos);
+  }
+
   void readsWhileAWriterHoldsTheStoreInWal() {
     StoreFixture f;
     f.insert({1, "shop", "GET /a", kT0, kMs});

@@ -126,6 +126,8 @@ std::string profile_header(const Profile& p) {
   line("APPLICATION", p.tx.app + "   " + p.tx.name);
   line("AGENT", p.host + (p.program.empty() ? "" : " " + p.program) + " pid=" + std::to_string(p.pid) +
                     " tid=" + std::to_string(p.tid));
+  if (attr(p.attributes, "values") == "raw")  // the agent kept values it masks by default (TXRAY_VALUES=raw)
+    line("VALUES", "raw  (query strings, URL passwords and SQL values as the program sent them)");
   line("CLIENT", p.tx.client);
   line("START", date_clock_ms(p.start_ns));
   line("END", date_clock_ms(p.tx.end_ns));

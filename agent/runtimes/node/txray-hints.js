@@ -11,7 +11,7 @@
 //   - each inbound request start:  {fd, n} kept in the request's async context (n = the request's number
 //                                  on its connection, 1-based); R<fd>:<n> asks for its token at its first
 //                                  outbound call
-//   - at load, too:                B<slots> with the hint board as the buffer (agent/core/hint_board.h): a
+//   - at load, too:                B<slots> with the hint board as the buffer (agent/hints/hint_board.h): a
 //                                  table in this file's memory, a slot per outbound descriptor, where the
 //                                  shim names a call's request with two stores instead of a hint; U at exit
 //   - each outbound request:       slot outfd = {fd, n} right before its head is written on outfd (the
@@ -124,7 +124,7 @@ function install() {
     return;
   }
 
-  // The hint board (agent/core/hint_board.h): its memory is kept referenced for the life of the realm,
+  // The hint board (agent/hints/hint_board.h): its memory is kept referenced for the life of the realm,
   // and withdrawn ('U') at 'exit', before Node frees it.
   const board = Buffer.alloc(32 + BOARD_SLOTS * 8);
   board[board.write('B' + BOARD_SLOTS, 0, 31, 'latin1')] = 0;

@@ -1,7 +1,7 @@
 // Which transaction a step belongs to (agent/core/attribution.h): thread-per-request threads, event
 // loops (handler windows, connect ownership), runtime hints, hand-off to other threads, and the
 // unattributed container. Every scenario runs on a fresh thread: a thread's event-loop mark is sticky.
-#include "attribution.h"
+#include "core/attribution.h"
 
 #include <gtest/gtest.h>
 
@@ -9,12 +9,12 @@
 #include <string>
 #include <thread>
 
-#include "hint_board.h"
-#include "hint_protocol.h"
-#include "http_out.h"
-#include "socket_events.h"
-#include "test_support.h"
-#include "unattributed.h"
+#include "hints/hint_board.h"
+#include "hints/hint_protocol.h"
+#include "protocols/dispatch/http_out.h"
+#include "protocols/dispatch/socket_events.h"
+#include "support/test_support.h"
+#include "core/unattributed.h"
 
 using namespace txray;
 using txray::test::Collected;
@@ -338,32 +338,6 @@ TEST_F(AttributionTest, AFullContainerIsSentRatherThanFolded) {
   EXPECT_GE(containers, 3);
   EXPECT_EQ(sql, steps);  // every step kept as a row of its own
   EXPECT_EQ(summarized, 0);
-}
-
-TEST(HintProtocol, ParsesWhatTheShimsSendAndRejectsTheRest) {
-  hint::Message m;
-  EXPECT_TRUE(hint::parse("R12:3", 32, &m));
-  EXPECT_EQ(m.op, 'R');
-  EXPECT_EQ(m.fd, 12);
-  EXPECT_EQ(m.n, 3u);
-  EXPECT_TRUE(hint::parse("O7:12:00000000000000ff", 32, &m));
-  EXPECT_EQ(m.fd, 7);
-  EXPECT_EQ(m.req_fd, 12);
-  EXPECT_EQ(m.token, 255u);
-  EXPECT_TRUE(hint::parse("C", 1, &m));
-  EXPECT_EQ(m.fd, -1);
-  EXPECT_TRUE(hint::parse("E5", 32, &m));
-  EXPECT_EQ(m.token, 0u);
-  EXPECT_TRUE(hint::parse("B16384", 32, &m));
-  EXPECT_EQ(m.op, 'B');
-  EXPECT_EQ(m.n, 16384u);
-  EXPECT_TRUE(hint::parse("U", 32, &m));
-  for (const char* bad : {"", "X", "R", "R-1", "R99999999999", "E5:12", "O7:12", "A123", "Lx", "R5:", "O:1:0", "B",
-                          "B0", "B-1", "Ux"})
-    EXPECT_FALSE(hint::parse(bad, strlen(bad), &m)) << bad;
-  char unterminated[4] = {'R', '1', '2', '3'};
-  EXPECT_TRUE(hint::parse(unterminated, 4, &m));  // the length bounds the message
-  EXPECT_EQ(m.fd, 123);
 }
 
 }  // namespace

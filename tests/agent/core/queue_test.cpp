@@ -1,5 +1,5 @@
 // The bounded MPSC queue between the host's threads and the agent thread.
-#include "transport/mpsc_queue.h"
+#include "core/mpsc_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,16 +1,16 @@
 // The span table (agent/core/span_owner.h): which inbound request an outbound HTTP/2 call a runtime shim
 // named belongs to. Never a wrong request: ended requests, shared caller spans and unknown spans name
 // nothing; every reference the table took is given back.
-#include "span_owner.h"
+#include "core/span_owner.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "hint_protocol.h"
-#include "test_support.h"
-#include "transaction.h"
+#include "hints/hint_protocol.h"
+#include "support/test_support.h"
+#include "core/transaction.h"
 
 using namespace txray;
 using txray::test::Collected;

@@ -5,12 +5,12 @@
 
 #include <string>
 
-#include "config.h"
-#include "recorder.h"
-#include "recorder_fixture.h"
-#include "shared_text.h"
-#include "test_support.h"
-#include "transaction.h"
+#include "core/config.h"
+#include "core/recorder.h"
+#include "support/recorder_fixture.h"
+#include "core/shared_text.h"
+#include "support/test_support.h"
+#include "core/transaction.h"
 
 using namespace txray;
 using namespace txray::test;  // FakeClock, Collected, RecorderFixture

@@ -10,12 +10,12 @@
 #include <thread>
 #include <vector>
 
-#include "config.h"
-#include "counters.h"
-#include "recorder.h"
-#include "recorder_fixture.h"
-#include "test_support.h"
-#include "transaction.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/recorder.h"
+#include "support/recorder_fixture.h"
+#include "support/test_support.h"
+#include "core/transaction.h"
 
 using namespace txray;
 using txray::test::Collected;

@@ -1,4 +1,4 @@
-// libFuzzer target: the HTTP/2 frame layer (agent/core/h2_frames.cpp with libnghttp2's HPACK inflater),
+// libFuzzer target: the HTTP/2 frame layer (agent/protocols/http2/h2_frames.cpp with libnghttp2's HPACK inflater),
 // the inbound connection tracker (h2_conn.cpp, with the agent's real transaction core) and the outbound
 // one (h2_client.cpp). They run in the host on every byte of a connection that began with the HTTP/2
 // preface: garbage, a lost preface, a connection joined mid-stream or a hostile peer must make them give
@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "h2_client.h"
-#include "h2_conn.h"
-#include "h2_frames.h"
-#include "http_client.h"
-#include "http_conn.h"
-#include "transaction.h"
+#include "protocols/http2/h2_client.h"
+#include "protocols/http2/h2_conn.h"
+#include "protocols/http2/h2_frames.h"
+#include "protocols/http1/http_client.h"
+#include "protocols/http1/http_conn.h"
+#include "core/transaction.h"
 
 using namespace txray;
 

@@ -1,6 +1,6 @@
 // libFuzzer target: the byte accounting of traceparent fields put into HTTP/2 HEADERS frames
-// (agent/core/h2_inject.cpp), against a kernel that accepts any number of bytes of each write, driven as
-// agent/core/http_out.cpp's h2_write_through() drives it. Checked:
+// (agent/protocols/http2/h2_inject.cpp), against a kernel that accepts any number of bytes of each write, driven as
+// agent/protocols/dispatch/http_out.cpp's h2_write_through() drives it. Checked:
 //  - gather() lays out pending bytes, then the program's bytes with each edit's replacement in place of
 //    the bytes it replaces, in order, within max_out() entries;
 //  - commit() never reports more program bytes than offered, nor any while pending bytes remain;
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "h2_inject.h"
+#include "protocols/http2/h2_inject.h"
 
 using namespace txray;
 

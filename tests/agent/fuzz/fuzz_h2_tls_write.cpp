@@ -1,4 +1,4 @@
-// libFuzzer target: the layout of a TLS write that gets traceparent fields (agent/core/h2_inject.cpp:
+// libFuzzer target: the layout of a TLS write that gets traceparent fields (agent/protocols/http2/h2_inject.cpp:
 // H2WholeWrite), driven as agent/hooks/ssl_hooks.cpp's h2_tls_write() drives it, against an OpenSSL
 // that takes any number of bytes per call or fails (WANT_WRITE) any number of times. Checked:
 //  - W is the program's bytes with each accepted field in place (frame length grown by the field, the
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "h2_inject.h"
+#include "protocols/http2/h2_inject.h"
 
 using namespace txray;
 

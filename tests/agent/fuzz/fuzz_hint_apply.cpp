@@ -1,4 +1,4 @@
-// libFuzzer target: runtime hints parsed *and applied* (agent/core/hint_protocol.cpp, hint_apply.cpp,
+// libFuzzer target: runtime hints parsed *and applied* (agent/hints/hint_protocol.cpp, hint_apply.cpp,
 // hint_board.cpp) with the agent's real core, the way hooks/hint_hooks.cpp does it: any program can write
 // any bytes to the hint descriptor, naming any descriptor, request number, token, handle or board size.
 // Each input is a run of messages (one per line) on a thread with an inbound connection carrying a
@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "attribution.h"
-#include "fd_table.h"
-#include "hint_board.h"
-#include "hint_protocol.h"
-#include "http_out.h"
-#include "socket_events.h"
-#include "transaction.h"
+#include "core/attribution.h"
+#include "core/fd_table.h"
+#include "hints/hint_board.h"
+#include "hints/hint_protocol.h"
+#include "protocols/dispatch/http_out.h"
+#include "protocols/dispatch/socket_events.h"
+#include "core/transaction.h"
 
 using namespace txray;
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the runtime hint parser (agent/core/hint_protocol.cpp) runs inside the host on bytes
+// libFuzzer target: the runtime hint parser (agent/hints/hint_protocol.cpp) runs inside the host on bytes
 // any program can write to the hint descriptor. It must never read past the length it is given, never
 // accept a message that does not re-parse to the same fields, and never crash.
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "hint_protocol.h"
+#include "hints/hint_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // An exact-size heap copy: ASan reports any read past `size`.

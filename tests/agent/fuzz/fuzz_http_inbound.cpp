@@ -1,4 +1,4 @@
-// libFuzzer target: the inbound HTTP/1.x side (agent/core/http_parse.cpp and the connection tracker
+// libFuzzer target: the inbound HTTP/1.x side (agent/protocols/http1/http_parse.cpp and the connection tracker
 // http_conn.cpp, with the agent's real transaction core). It runs in the host on every byte a server
 // reads from and writes to its accepted connections. Promises checked:
 //  - find_head_end resumed after each piece finds the same end as one scan of the whole;
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "http_conn.h"
-#include "http_parse.h"
-#include "transaction.h"
+#include "protocols/http1/http_conn.h"
+#include "protocols/http1/http_parse.h"
+#include "core/transaction.h"
 
 using namespace txray;
 using namespace txray::http;

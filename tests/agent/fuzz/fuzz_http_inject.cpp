@@ -1,6 +1,6 @@
 // libFuzzer target: inserting the traceparent line into the bytes a program writes
-// (agent/core/http_inject.cpp), against a kernel that accepts any number of bytes of each write, as
-// agent/core/http_out.cpp's write_through() drives it. The program must see exactly its own byte counts,
+// (agent/protocols/http1/http_inject.cpp), against a kernel that accepts any number of bytes of each write, as
+// agent/protocols/dispatch/http_out.cpp's write_through() drives it. The program must see exactly its own byte counts,
 // and the wire must carry exactly the program's bytes with each committed line inserted once, at its
 // point, whole. Checked:
 //  - gather() never lays out more than iovcnt + kExtraIov entries, and lays out pending + program bytes
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "http_inject.h"
+#include "protocols/http1/http_inject.h"
 
 using namespace txray;
 

@@ -1,4 +1,4 @@
-// libFuzzer target: outbound HTTP/1.x tracking (agent/core/http_client.cpp). It runs in the host on every
+// libFuzzer target: outbound HTTP/1.x tracking (agent/protocols/http1/http_client.cpp). It runs in the host on every
 // byte a program writes to and reads from the sockets it connected: requests it writes, and responses
 // from any server, hostile ones included. Promises checked:
 //  - calls end in the order their requests were written (pipelining), each exactly once, and none is
@@ -6,7 +6,7 @@
 //  - a call never counts more request or response bytes than passed;
 //  - insert_point only points just after a complete HTTP/1.x request line: once the bytes before it are
 //    sent, the tracker is inside that request's head;
-//  - the URL of a call masks every query value (mask_query_values / http_call_url);
+//  - the URL of a call masks every query value (redact::append_query / http_call_url);
 //  - the same bytes written and read in other pieces give the same calls, as long as neither run
 //    found the connection not to be HTTP (deciding that on the first bytes of a request depends on how
 //    many of them are seen at once: a prefix of a method is given the benefit of the doubt).
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "http_client.h"
+#include "protocols/http1/http_client.h"
 
 using namespace txray;
 
@@ -167,7 +167,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fail("calls depend on how the bytes were cut", a, b);
   }
   // The query masking on its own.
-  std::string masked = mask_query_values(std::string_view(data ? reinterpret_cast<const char*>(data) : "", size));
+  std::string masked;
+  redact::append_query(redact::Policy{}, std::string_view(data ? reinterpret_cast<const char*>(data) : "", size), masked);
   Sink::check_masked("http://h/p?" + masked);
   return 0;
 }

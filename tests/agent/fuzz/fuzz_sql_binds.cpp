@@ -1,4 +1,4 @@
-// libFuzzer target: bind parameters as the SQL hooks record them (agent/core/sql_binds.cpp), from the
+// libFuzzer target: bind parameters as the SQL hooks record them (agent/protocols/sql/sql_binds.cpp), from the
 // values the program passes to sqlite3_bind_* and libpq's PQexecParams family. Promises checked:
 //  - mask mode never lets a value through: the attribute is made of type names only;
 //  - raw mode quotes each value so that the SQL lexer reads it as one literal, whose content is the
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "sql_binds.h"
-#include "sql_lexer.h"
+#include "protocols/sql/sql_binds.h"
+#include "protocols/sql/sql_lexer.h"
 
 using namespace txray::sql;
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the SQL lexer and normalizer (agent/core/sql_lexer.cpp, sql_normalizer.cpp) run in
+// libFuzzer target: the SQL lexer and normalizer (agent/protocols/sql/sql_lexer.cpp, sql_normalizer.cpp) run in
 // the host on every statement text the program prepares, in each dialect (standard, mysql,
 // mysql_no_backslash: the first byte picks it), and mask_error_message on MySQL error messages. Besides
 // never crashing or reading past the text, they promise:
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "sql_lexer.h"
-#include "sql_normalizer.h"
+#include "protocols/sql/sql_lexer.h"
+#include "protocols/sql/sql_normalizer.h"
 
 using namespace txray::sql;
 

@@ -1,4 +1,4 @@
-// libFuzzer target: W3C traceparent values (agent/core/traceparent.cpp). The parser runs in the host on
+// libFuzzer target: W3C traceparent values (agent/protocols/tracecontext/traceparent.cpp). The parser runs in the host on
 // the header of every inbound request and every outbound request the program writes itself; the
 // formatter writes the header the agent inserts. Promises checked:
 //  - a value accepted has non-zero ids, and formats back to itself (version 00: byte for byte after
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "http_inject.h"
-#include "http_parse.h"
-#include "traceparent.h"
+#include "protocols/http1/http_inject.h"
+#include "protocols/http1/http_parse.h"
+#include "protocols/tracecontext/traceparent.h"
 
 using namespace txray;
 

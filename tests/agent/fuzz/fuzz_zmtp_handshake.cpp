@@ -21,7 +21,7 @@
 #include <strings.h>
 #include <thread>
 
-#include "clock.h"
+#include "cpu/clock.h"
 #include "transport/zmtp.h"
 
 using namespace txray;

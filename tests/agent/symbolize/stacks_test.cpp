@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "recorder.h"
-#include "recorder_fixture.h"
-#include "stack_capture.h"
-#include "symbolizer.h"
-#include "transaction.h"
+#include "core/recorder.h"
+#include "support/recorder_fixture.h"
+#include "cpu/stack_capture.h"
+#include "symbolize/symbolizer.h"
+#include "core/transaction.h"
 #include "transport/encode.h"
 #include "txray/v1/txray.pb.h"
 
