@@ -4,7 +4,7 @@
 
 namespace txray::transport {
 
-void DropWindows::update(Counters& c, uint64_t mono_now) {
+void DropWindows::update(Counters& c, uint64_t mono_now, bool ending) {
   for (int r = 0; r < kDropReasons; ++r) {
     Open& o = open_[r];
     DropStamps& st = c.stamps[r];
@@ -34,8 +34,8 @@ void DropWindows::update(Counters& c, uint64_t mono_now) {
       w.count = count - o.base;
       changed_ = true;
     }
-    if (mono_now - o.changed_ns < kQuietNs || closed_ >= kMaxClosed) continue;
-    // Quiet for a second: close. Stamps of a drop that comes from now on belong to the next window.
+    if (!ending && (mono_now - o.changed_ns < kQuietNs || closed_ >= kMaxClosed)) continue;
+    // Quiet for a second (or the process ends): close. Stamps of a drop that comes from now on belong to the next window.
     closed_at_unix_ns_ = clock::unix_ns();
     st.first_ns.store(0, std::memory_order_relaxed);
     st.last_ns.store(0, std::memory_order_relaxed);

@@ -34,8 +34,10 @@ class DropWindows {
   static constexpr uint64_t kDeliverNs = 1'000'000'000;  // a closed window's two deliveries this far apart
   static constexpr size_t kMaxClosed = 32;  // closed windows not yet delivered; past it the open ones stay open
 
-  // Opens, extends and closes windows from the counters (mono_now: clock::mono_ns()).
-  void update(Counters& c, uint64_t mono_now);
+  // Opens, extends and closes windows from the counters (mono_now: clock::mono_ns()). `ending`: the
+  // process is exiting, so no drop can follow: every open window closes now (else it would be stored
+  // open for good, a second never passing).
+  void update(Counters& c, uint64_t mono_now, bool ending = false);
   // What the next batch carries: every open window, and the closed ones not yet delivered.
   const std::vector<DropWindow>& riding() const { return riding_; }
   // The collector has not had something yet: a window changed since the last delivered batch, or a

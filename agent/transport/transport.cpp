@@ -164,7 +164,7 @@ class Sender {
       sampler_.filter(batch);  // head sampling: the fast successful ones left out are only counted
       uint64_t now = clock::mono_ns();
       uint64_t sig = drops_signature(counters());
-      windows_.update(counters(), now);
+      windows_.update(counters(), now, exiting);
       // At exit, drop windows the collector has not seen go out once more, if a connection is open
       // (never a connection attempt just for them: an exit with the collector away stays cheap).
       bool last_windows = exiting && !exit_windows_sent && windows_.changed() && push_.is_open();

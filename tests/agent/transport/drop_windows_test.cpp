@@ -68,6 +68,22 @@ TEST(DropWindows, OpenWhileDropsGoOnCloseAfterAQuietSecondDeliveredTwiceThenReti
   EXPECT_EQ(w.riding()[0].first_unix_ns, 9000u);
 }
 
+TEST(DropWindows, AtTheEndEveryOpenWindowCloses) {
+  Counters c;
+  DropWindows w;
+  c.drop(DropReason::queue_full, 3, 1000);
+  w.update(c, 1 * kSec);
+  ASSERT_EQ(w.riding().size(), 1u);
+  EXPECT_FALSE(w.riding()[0].closed);
+  w.delivered(1 * kSec);
+  c.drop(DropReason::queue_full, 2, 1500);
+  w.update(c, 1 * kSec + 100, /*ending=*/true);  // 100 ns after the last drop: not quiet, but nothing can follow
+  ASSERT_EQ(w.riding().size(), 1u);
+  EXPECT_TRUE(w.riding()[0].closed);
+  EXPECT_EQ(w.riding()[0].count, 5u);
+  EXPECT_TRUE(w.changed());  // so the exit sends it once more
+}
+
 TEST(DropWindows, EachReasonHasItsOwnWindow) {
   Counters c;
   DropWindows w;
