@@ -207,7 +207,7 @@ std::string check_attributes(const Repeated& attrs, const Limits& l, const char*
   return {};
 }
 
-// CPU samples (issue 11): an agent sends at most 8 hot functions per row and 200 stacks per transaction.
+// CPU samples: an agent sends at most 8 hot functions per row and 200 stacks per transaction.
 constexpr size_t kMaxHotPerStep = 64;
 constexpr size_t kMaxCpuStacks = 4096;
 

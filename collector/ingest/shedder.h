@@ -1,4 +1,4 @@
-// Load shedding (issue 13): when more arrives than the store can take, the collector stores the
+// Load shedding: when more arrives than the store can take, the collector stores the
 // transactions that matter and only counts the rest. Runs on the writer thread, on each decoded batch as
 // it is taken from the queue, just before it is written (so batches that waited in the queue while the
 // writer fell behind are shed too, and the writer catches up at once: shedding a transaction costs it a

@@ -1,4 +1,4 @@
-// The agent's own cost per application (issue 14): the estimate each transaction carries (table
+// The agent's own cost per application: the estimate each transaction carries (table
 // agent_cost, docs/schema.md), summed over the selected transactions that have one. A store written
 // before the table, or by agents that sent no figure, has none.
 #pragma once

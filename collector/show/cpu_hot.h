@@ -1,4 +1,4 @@
-// CPU samples in the text views (issue 11): a row's hottest functions in one line.
+// CPU samples in the text views: a row's hottest functions in one line.
 #pragma once
 
 #include <string>

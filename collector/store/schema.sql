@@ -160,7 +160,7 @@ CREATE TABLE IF NOT EXISTS agent_received(
   last_sent_unix_ns INTEGER NOT NULL    -- Batch.sent_unix_ns of the last batch received (agent clock)
 );
 
--- Transactions counted but not stored (issue 13): shed by the collector under load (origin 'collector': more
+-- Transactions counted but not stored: shed by the collector under load (origin 'collector': more
 -- arrived than the store could take) or sampled out by the agent's head sampling (origin 'agent':
 -- TXRAY_SAMPLE_RATE). None failed and none was slow (slower than its app's recent p95 or the configured
 -- threshold): those are always stored. Per application, name, minute and response-time bucket
@@ -179,7 +179,7 @@ CREATE TABLE IF NOT EXISTS shed_counts(
   PRIMARY KEY(app, name, kind, minute_unix_ns, origin, bucket)
 ) WITHOUT ROWID;
 
--- The agent's own cost in each transaction (issue 14; Transaction.agent_cost_ns in the wire format): an
+-- The agent's own cost in each transaction (Transaction.agent_cost_ns in the wire format): an
 -- estimate of the CPU the agent spent in it, on the host's threads (hooked calls x unit costs calibrated at
 -- the agent's start on that host) and on the agent's own thread (its share of the measured work of
 -- encoding and sending). A row only when the agent sent a figure (newer agents, once calibrated). Added
@@ -204,7 +204,7 @@ CREATE TABLE IF NOT EXISTS agent_cost_units(
   calibration_ns INTEGER NOT NULL   -- CPU the calibration took
 );
 
--- CPU samples (issue 11, docs/agent.md "CPU samples"): where a row's CPU_T went. Added within schema
+-- CPU samples (docs/agent.md "CPU samples"): where a row's CPU_T went. Added within schema
 -- version 1 (IF NOT EXISTS: made in older stores when the collector opens them; readers of a store
 -- without them see no samples). Rows only for transactions and rows that have samples.
 CREATE TABLE IF NOT EXISTS cpu_rows(      -- Step.cpu_samples: samples in the row's GAP
