@@ -1,4 +1,5 @@
 #include "compare.h"
+#include "frame_name.h"
 
 #include <algorithm>
 #include <cmath>
@@ -98,7 +99,7 @@ std::vector<Member> decompose(const CompareTx& t) {
     std::vector<Weighted> hot;
     for (const auto& h : t.hot)
       hot.push_back({"h" + h.function + '\x1f' + h.module,
-                     h.module.empty() ? h.function : h.function + " (" + h.module + ")", "", h.samples, 0});
+                     h.module.empty() ? names::short_frame_name(h.function) : names::short_frame_name(h.function) + " (" + h.module + ")", "", h.samples, 0});
     distribute("cpu", s.cpu, hot, {"cpu", "own", "own code", "", 0, 0}, out);
   } else if (s.cpu > 0) {
     out.push_back({"cpu", "own", "own code", "", s.cpu, 0});

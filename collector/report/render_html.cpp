@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "format.h"
+#include "frame_name.h"
 #include "render.h"
 #include "stats.h"
 
@@ -344,9 +345,11 @@ void render_html(const Report& r, std::ostream& o) {
         << (x.error.empty() ? "" : "<br>" + hs(x.error, 80)) << "</td><td><span class=cost style=\"background:"
         << cost_colour(x.dominant) << "\">" << cost_name(x.dominant) << "</span> " << fmt_ms(x.dominant_ns)
         << " ms</td><td class=code>" << (x.step.empty() ? "–" : hs(x.step, 240));
-      // The responsible step's stack (a failed or slow step), innermost frame first.
+      // The responsible step's stack (a failed or slow step), innermost frame first: short names, the
+      // full one on hover.
       for (size_t f = 0; f < x.step_stack.size(); ++f)
-        o << (f == 0 ? "<div class=stack>at " : "<br>\xe2\x86\x90 ") << hs(x.step_stack[f], 200)
+        o << (f == 0 ? "<div class=stack>at " : "<br>\xe2\x86\x90 ") << "<span title=\""
+          << hs(x.step_stack[f], 4000) << "\">" << hs(names::short_frame_name(x.step_stack[f]), 200) << "</span>"
           << (f + 1 == x.step_stack.size() ? "</div>" : "");
       o << "</td></tr>";
     }
@@ -356,7 +359,7 @@ void render_html(const Report& r, std::ostream& o) {
       if (r.slowest[i].hot.empty()) continue;
       if (!any_hot) o << "<p>Hottest functions (CPU samples, share of the transaction's samples):</p><ul>";
       any_hot = true;
-      o << "<li>#" << i + 1 << ": <span class=code>" << hs(r.slowest[i].hot, 400) << "</span></li>";
+      o << "<li>#" << i + 1 << ": <span class=code>" << hs(names::short_frame_name(r.slowest[i].hot), 400) << "</span></li>";
     }
     if (any_hot) o << "</ul>";
   }

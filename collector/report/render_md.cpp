@@ -1,5 +1,6 @@
 #include <cstdint>
 #include "format.h"
+#include "frame_name.h"
 #include "render.h"
 #include "stats.h"
 
@@ -12,7 +13,7 @@ std::string cell(std::string_view s, size_t max_chars = 200);
 // " · at f0 ← f1 ← f2": the responsible step's top frames (innermost first; "←" = called from).
 std::string stack_cell(const std::vector<std::string>& frames) {
   std::string out;
-  for (const auto& f : frames) out += (out.empty() ? " \xc2\xb7 at " : " \xe2\x86\x90 ") + cell(f, 120);
+  for (const auto& f : frames) out += (out.empty() ? " \xc2\xb7 at " : " \xe2\x86\x90 ") + cell(names::short_frame_name(f), 120);
   return out;
 }
 
@@ -178,7 +179,7 @@ void render_md(const Report& r, std::ostream& o) {
       if (r.slowest[i].hot.empty()) continue;
       if (!any_hot) o << "Hottest functions (CPU samples, share of the transaction's samples):\n\n";
       any_hot = true;
-      o << "- #" << i + 1 << ": " << cell(r.slowest[i].hot, 300) << "\n";
+      o << "- #" << i + 1 << ": " << cell(names::short_frame_name(r.slowest[i].hot), 300) << "\n";
     }
     if (any_hot) o << "\n";
   }

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "frame_name.h"
+
 namespace txray::show {
 
 std::string hot_line(const std::vector<HotFunction>& hot, int64_t row_samples, size_t max) {
@@ -17,7 +19,7 @@ std::string hot_line(const std::vector<HotFunction>& hot, int64_t row_samples, s
   for (size_t i = 0; i < n; ++i) {
     const auto& h = hot[i];
     if (i) out += ", ";
-    out += h.function;
+    out += names::short_frame_name(h.function);
     if (!one_module && !h.module.empty() && h.function.front() != '[') out += " (" + h.module + ")";
     char pct[16];
     std::snprintf(pct, sizeof pct, " %lld%%", static_cast<long long>((h.samples * 100 + row_samples / 2) / row_samples));

@@ -62,7 +62,8 @@ struct StackFrame {
   uint64_t offset = 0;
 };
 
-// "function (module+0x1a2b)", or "module+0x1a2b" when the function is unknown.
+// "function (module+0x1a2b)", or "module+0x1a2b" when the function is unknown: what a person reads,
+// so the function's short form (frame_name.h); StackFrame::function keeps the full name for JSON.
 std::string format_frame(const StackFrame& f);
 
 struct Step {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "attributes_json.h"
+#include "frame_name.h"
 #include "ids.h"
 
 namespace txray {
@@ -164,7 +165,7 @@ std::string format_frame(const StackFrame& f) {
   char off[32];
   std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
   if (f.function.empty()) return f.module + off;
-  return f.function + " (" + f.module + off + ")";
+  return txray::names::short_frame_name(f.function) + " (" + f.module + off + ")";
 }
 
 std::vector<DropWindowRow> Reader::drop_windows(const std::string& app) {

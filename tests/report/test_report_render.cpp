@@ -225,3 +225,43 @@ TEST(RenderAgentCost, AStoreWithoutTheTableHasNone) {
 }
 
 }  // namespace
+
+// The responsible step's stack: a person reads the frames' short form (one line per table cell), JSON keeps
+// the full demangled names as the store has them.
+TEST(RenderStack, MarkdownAndHtmlShortJsonFull) {
+  const std::string str = "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >";
+  const std::string full = "txray::samples::HttpReader::read_body(std::map<" + str + ", " + str + ", std::less<" +
+                           str + " >, std::allocator<std::pair<" + str + " const, " + str + " > > > const&)";
+  StoreBuilder s;
+  s.agent("relay");
+  StoreBuilder::Tx t;
+  t.app = "relay";
+  t.elapsed_ms = 900;
+  t.sql_ms = 800;
+  const int64_t id = s.tx(t);
+  s.step(id, {.no = 0, .kind = "SQL", .start_ms = 1, .gap_ms = 1, .elapsed_ms = 800, .text = "SELECT 1"});
+  s.exec("INSERT INTO step_frames(tx_id, step_no, depth, function, module, offset) VALUES (" + std::to_string(id) +
+         ", 0, 0, " + StoreBuilder::q(full) + ", 'txray-relay', 6699)");
+  const std::string db = s.done();
+  auto render = [&](const std::string& format) {
+    Options o;
+    o.db = db;
+    o.format = format;
+    std::ostringstream out;
+    EXPECT_EQ(write_report(o, out), "");
+    return out.str();
+  };
+  const std::string md = render("md");
+  EXPECT_NE(md.find(" \xc2\xb7 at txray::samples::HttpReader::read_body(\xe2\x80\xa6) (txray-relay+0x1a2b) |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("basic_string"), std::string::npos) << md;
+  const std::string html = render("html");
+  EXPECT_NE(html.find(">txray::samples::HttpReader::read_body(\xe2\x80\xa6) (txray-relay+0x1a2b)</span>"),
+            std::string::npos)
+      << html;
+  const auto j = nlohmann::json::parse(render("json"));
+  ASSERT_EQ(j["slowest"].size(), 1u);
+  ASSERT_EQ(j["slowest"][0]["step_stack"].size(), 1u);
+  EXPECT_EQ(j["slowest"][0]["step_stack"][0], full + " (txray-relay+0x1a2b)");
+}

@@ -1,5 +1,7 @@
 #include "flame_graph.h"
 
+#include "frame_name.h"
+
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -52,14 +54,14 @@ std::vector<FlameBox> flame_layout(const std::vector<CpuStack>& stacks, double m
   return out;
 }
 
-std::string hot_functions_text(const Step& s) {
+std::string hot_functions_text(const Step& s, bool full) {
   if (s.cpu_samples <= 0 || s.hot.empty()) return {};
   std::string out;
   for (const auto& h : s.hot) {
     char line[64];
     std::snprintf(line, sizeof line, "%3lld%%  ", static_cast<long long>((h.samples * 100 + s.cpu_samples / 2) / s.cpu_samples));
     out += line;
-    out += h.function;
+    out += full ? h.function : names::short_frame_name(h.function);
     if (!h.module.empty() && h.function.front() != '[') out += "  (" + h.module + ")";
     out += "  " + std::to_string(h.samples) + (h.samples == 1 ? " sample\n" : " samples\n");
   }

@@ -23,6 +23,6 @@ struct FlameBox {
 std::vector<FlameBox> flame_layout(const std::vector<CpuStack>& stacks, double min_width = 0.0);
 
 // The hot functions of a row as lines: "62%  deflate  (libz.so.1)  31 samples"; "" when it has none.
-std::string hot_functions_text(const Step& s);
+std::string hot_functions_text(const Step& s, bool full = false);  // short names unless `full` (tooltip)
 
 }  // namespace txray::viewer

@@ -1,4 +1,5 @@
 #include "profile_format.h"
+#include "frame_name.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -150,16 +151,16 @@ std::string profile_header(const Profile& p) {
   return h;
 }
 
-std::string frame_text(const Frame& f) {
+std::string frame_text(const Frame& f, bool full) {
   char off[32];
   std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
   if (f.function.empty()) return f.module + off;
-  return f.function + " (" + f.module + off + ")";
+  return (full ? f.function : names::short_frame_name(f.function)) + " (" + f.module + off + ")";
 }
 
-std::string stack_text(const Step& s) {
+std::string stack_text(const Step& s, bool full) {
   std::string out;
-  for (const auto& f : s.stack) out += frame_text(f) + "\n";
+  for (const auto& f : s.stack) out += frame_text(f, full) + "\n";
   return out;
 }
 

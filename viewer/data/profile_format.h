@@ -18,8 +18,10 @@ std::string date_clock_ms(int64_t unix_ns);        // "2026-11-29 11:04:26.718"
 std::string hex16(int64_t v);                      // 64-bit id as 16 lowercase hex digits
 std::string step_message(const Step& s);           // "SOCKET[addr=…,port=…,localport=…] uid=…" etc.
 std::string profile_header(const Profile& p);      // the X-View header, one "key: value" per line
-std::string frame_text(const Frame& f);            // "function (module+0x1a2b)", or "module+0x1a2b"
-std::string stack_text(const Step& s);             // its frames, one per line; "" when it has no stack
+// "function (module+0x1a2b)", or "module+0x1a2b"; the function's short form (frame_name.h) unless `full`
+// (the full names go to the tooltips).
+std::string frame_text(const Frame& f, bool full = false);
+std::string stack_text(const Step& s, bool full = false);  // its frames, one per line; "" when it has no stack
 std::string profile_text(const Profile& p);        // header + "[ NO ][ START_TIME ][ GAP][CPU_T]" rows + TOTAL
 
 // One row of the timeline, in fractions of the transaction's response time (0 = start, 1 = end).

@@ -1,4 +1,5 @@
 #include "flame_view.h"
+#include "frame_name.h"
 
 #include <QHelpEvent>
 #include <QPainter>
@@ -62,7 +63,7 @@ void FlameView::paintEvent(QPaintEvent*) {
     painter.fillRect(r, c);
     if (r.width() > 24 && rowHeight() >= 11) {
       painter.setPen(Qt::black);
-      QString text = fm.elidedText(QString::fromStdString(b.name), Qt::ElideRight, int(r.width()) - 4);
+      QString text = fm.elidedText(QString::fromStdString(names::short_frame_name(b.name)), Qt::ElideRight, int(r.width()) - 4);
       painter.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
     }
   }

@@ -136,9 +136,12 @@ void ProfilePanel::showStackOf(int row) {
   const Profile* p = model_->profile().get();
   if (!p || row < 0 || row >= static_cast<int>(p->steps.size())) {
     stack_->clear();
+    stack_->setToolTip({});
     return;
   }
   const Step& s = p->steps[static_cast<size_t>(row)];
+  // The frames read in their short form; the hover shows the full names.
+  stack_->setToolTip(QString::fromStdString(stack_text(s, true)));
   stack_->setPlainText(s.stack.empty() ? QString()
                                        : QString::fromStdString("stack of row " + std::to_string(s.no) + ":\n" +
                                                                 stack_text(s)));
@@ -174,6 +177,7 @@ void ProfilePanel::showHot(int row) {
   const Step& s = p->steps[size_t(row)];
   hot_title_->setText(tr("Hot functions of row %1 (%2 samples in its GAP)").arg(s.no).arg(s.cpu_samples));
   hot_->setPlainText(QString::fromStdString(hot_functions_text(s)));
+  hot_->setToolTip(QString::fromStdString(hot_functions_text(s, true)));
 }
 
 QString ProfilePanel::hotText() const { return hot_title_->text() + "\n" + hot_->toPlainText(); }
