@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "locate.h"
+#include "traceable.h"
 
 #ifndef TXRAY_VERSION_STRING
 #define TXRAY_VERSION_STRING "0.0.0"
@@ -44,6 +45,25 @@ std::string env_line(const std::string& key, const std::string& value) {
     q += c;
   }
   return q + "\"\n";
+}
+
+// The program of the unit's first ExecStart= (its prefixes "@-:+!" dropped), read from the unit file in
+// `unit_dir` or systemd's usual places; "" when no unit file or no ExecStart= is found.
+std::string unit_program(const std::string& unit_dir, const std::string& name) {
+  for (const std::string& dir : {unit_dir, std::string("/etc/systemd/system"), std::string("/lib/systemd/system"),
+                                 std::string("/usr/lib/systemd/system")}) {
+    std::ifstream in(dir + "/" + name);
+    if (!in) continue;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("ExecStart=", 0) != 0) continue;
+      size_t at = std::strlen("ExecStart=");
+      while (at < line.size() && std::strchr("@-:+! \t", line[at])) ++at;
+      const size_t end = line.find_first_of(" \t", at);
+      return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    }
+    return {};
+  }
+  return {};
 }
 
 int parse(CLI::App& app, int argc, char** argv) {
@@ -124,6 +144,12 @@ int enable_main(int argc, char** argv) {
     std::fprintf(stderr, "txray enable: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
     ::unlink(tmp.c_str());
     return 1;
+  }
+  // Said, and the drop-in still written: the unit may start another program later.
+  if (const std::string program = unit_program(unit_dir, name); !program.empty()) {
+    if (const std::string why = why_not_traceable(resolve_program(program)); !why.empty())
+      std::fprintf(stderr, "txray enable: %s (ExecStart of %s) cannot be traced: %s. Nothing will be recorded.\n",
+                   program.c_str(), name.c_str(), why.c_str());
   }
   std::printf("wrote %s\nnow run: systemctl daemon-reload && systemctl restart %s\n", path.c_str(), name.c_str());
   return 0;

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "locate.h"
+#include "traceable.h"
 
 namespace txray::cli {
 
@@ -92,6 +93,10 @@ int run_main(int argc, char** argv) {
   std::fprintf(stderr, "txray run: %s with the agent (%s), sending to %s, mode %s%s%s\n", argv[split + 1],
                agent.c_str(), dest && *dest ? dest : "tcp://127.0.0.1:7878", eff_mode && *eff_mode ? eff_mode : "http",
                app_name.empty() ? "" : ", app ", app_name.c_str());
+  // Said before the exec, and the program still runs: it is the user's program either way.
+  if (const std::string why = why_not_traceable(resolve_program(argv[split + 1])); !why.empty())
+    std::fprintf(stderr, "txray run: %s cannot be traced: %s. It runs, but nothing will be recorded.\n",
+                 argv[split + 1], why.c_str());
   std::fflush(stderr);
 
   execvp(argv[split + 1], argv + split + 1);
