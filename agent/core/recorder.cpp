@@ -296,6 +296,9 @@ void set_parent(Transaction* tx, const uint8_t trace_id[16], uint64_t parent_spa
   if (!sec) return;
   for (int i = 0; i < 16; ++i) tx->trace_id[i] = trace_id[i];
   tx->parent_span_id = parent_span_id;
+  // Someone else's trace, whose flags were not given: sampled, and not "random" (the agent cannot
+  // vouch for ids it did not make).
+  tx->trace_flags = 0x01;
 }
 
 uint64_t new_id() { return ids::next(); }

@@ -184,8 +184,8 @@ void add_tx_attr(Transaction* tx, std::string_view key, std::string_view value);
 // outbound `traceparent` header. Returns false when tx is null.
 bool trace_context(Transaction* tx, uint8_t trace_id[16], uint64_t* span_id);
 
-// Sets the caller's trace context on the transaction (from an inbound `traceparent`). The inbound HTTP
-// tracker already does this for `traceparent` request headers.
+// Sets the caller's trace context on the transaction (its flags then: sampled). The inbound HTTP
+// trackers do this themselves, with the received flags (protocols/tracecontext/context.h).
 void set_parent(Transaction* tx, const uint8_t trace_id[16], uint64_t parent_span_id);
 
 // A new random non-zero 64-bit id (socket uids, span ids of outbound calls).

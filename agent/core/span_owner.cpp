@@ -223,6 +223,17 @@ Transaction* take(uint64_t span) {
 
 void release(Transaction* t) { unref(t); }
 
+bool span_context(uint64_t span, std::string* tracestate, std::string* baggage) {
+  if (!span || !enabled()) return false;
+  Locked lock(kShortWaitNs);
+  if (!lock) return false;
+  Entry* s = find(span, kSpan);
+  if (!s || !s->t) return false;
+  tracestate->assign(s->t->tracestate);  // set when the request began, never changed after
+  baggage->assign(s->t->baggage);
+  return true;
+}
+
 uint32_t generation() { return g_generation.load(std::memory_order_relaxed); }
 
 void after_fork_child() {

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace txray {
 
@@ -54,6 +55,11 @@ uint64_t name_span(uint64_t parent);
 // the caller owns (give it back with release()), or nullptr. The span is forgotten either way.
 Transaction* take(uint64_t span);
 void release(Transaction* t);
+
+// The tracestate and baggage of the request `span` was named for (copied under the table's lock; the
+// entry's reference keeps the transaction alive meanwhile): for a shim that writes the traceparent
+// itself, whose call must carry the rest of its request's context too. False when span is not known.
+bool span_context(uint64_t span, std::string* tracestate, std::string* baggage);
 
 // The current fork generation (1, 2, …): a reference taken in another generation is the parent
 // process's (StepRef::held).

@@ -49,6 +49,7 @@
 #include "protocols/http1/http_client.h"
 #include "protocols/dispatch/http_out.h"
 #include "protocols/tracecontext/context.h"
+#include "core/span_owner.h"
 #include "core/recorder.h"
 #include "hooks/hook.h"
 
@@ -292,9 +293,22 @@ bool lay_out(TlsConn* c, const void* buf, size_t num) {
   char field[txray::H2Injector::kMaxField];
   for (size_t i = 0; i < planned; ++i) {
     const txray::H2Client::Insert& p = plan[i];
-    h->spans[i] = txray::rec::new_id();
     h->streams[i] = p.stream;
-    size_t flen = txray::hpack_context(ctx, h->spans[i], p.own, field, sizeof field);
+    size_t flen;
+    if (p.own & txray::kOwnTraceParent) {
+      // A shim's traceparent: the rest of the context of the request its span was named for.
+      h->spans[i] = p.program_span;
+      std::string ts, bg;
+      txray::OutboundContext named = ctx;
+      if (!txray::span_owner::span_context(p.program_span, &ts, &bg)) continue;
+      named.tracestate = ts;
+      named.baggage = bg;
+      flen = txray::hpack_context(named, h->spans[i], p.own, field, sizeof field);
+      if (!flen) continue;
+    } else {
+      h->spans[i] = txray::rec::new_id();
+      flen = txray::hpack_context(ctx, h->spans[i], p.own, field, sizeof field);
+    }
     if (!flen || !h->w.add(p.frame_at, p.at, p.frame_len, field, flen, uint32_t(i))) break;
   }
   return h->w.finish();

@@ -202,6 +202,31 @@ TEST(OtlpSpans, ProcessModeIsInternalAndFailed) {
   EXPECT_EQ(root.status().message(), "exit status 3");
 }
 
+// The W3C context beyond the ids: tracestate as the span's trace_state, the trace's flags as its flags'
+// low byte (sampled, random); an older agent's transaction (neither) stays sampled, no trace_state.
+TEST(OtlpSpans, TraceStateAndFlags) {
+  v1::Batch b = batch();
+  auto& tx = *b.mutable_transactions(0);
+  tx.set_tracestate("vendor1=a,vendor2=b");
+  tx.set_trace_flags(0x03);
+  step(tx, v1::END, -1, 1000);
+  ExportRequest req;
+  DbMemory dbs;
+  add_batch(b, req, dbs);
+  const Span& root = req.resource_spans(0).scope_spans(0).spans(0);
+  EXPECT_EQ(root.trace_state(), "vendor1=a,vendor2=b");
+  EXPECT_EQ(root.flags() & 0xffu, 0x03u);
+  EXPECT_NE(root.flags() & 0x100u, 0u);  // has-is-remote kept
+
+  v1::Batch old = batch();
+  step(*old.mutable_transactions(0), v1::END, -1, 1000);
+  ExportRequest req2;
+  add_batch(old, req2, dbs);
+  const Span& r2 = req2.resource_spans(0).scope_spans(0).spans(0);
+  EXPECT_EQ(r2.trace_state(), "");
+  EXPECT_EQ(r2.flags() & 0xffu, 0x01u);
+}
+
 TEST(OtlpSpans, DatabaseFromEarlierBatchesAndEvidence) {
   DbMemory dbs;
   // A container (unattributed steps) with the process's connection: no span, but remembered.

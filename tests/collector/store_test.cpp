@@ -265,6 +265,31 @@ TEST_F(StoreTest, RoundTripOfEveryField) {
   EXPECT_EQ(m.bytes_written, 4);
 }
 
+// The W3C tracestate and flags are kept as transaction attributes (no column: stores of any age alike),
+// beside the agent's own attributes; none when the agent sent neither.
+TEST_F(StoreTest, TraceStateAndFlagsAreAttributes) {
+  v1::Batch b = full_batch();
+  b.mutable_transactions(0)->set_tracestate("vendor1=a,vendor2=b");
+  b.mutable_transactions(0)->set_trace_flags(3);
+  write(b);
+  Reader r(db_);
+  auto t = r.load(r.last(1).at(0));
+  ASSERT_TRUE(t);
+  Attributes want{{"query", "a=1&b=\"x\""}, {"trace_flags", "03"}, {"tracestate", "vendor1=a,vendor2=b"},
+                  {"user_agent", "curl/8"}};  // read back in key order
+  EXPECT_EQ(t->attributes, want);
+
+  v1::Batch only = full_batch();
+  only.mutable_transactions(0)->clear_attributes();
+  only.mutable_transactions(0)->set_txid(77);
+  only.mutable_transactions(0)->set_trace_flags(2);
+  write(only);
+  auto u = r.load(r.last(1).at(0));
+  ASSERT_TRUE(u);
+  Attributes want2{{"trace_flags", "02"}};
+  EXPECT_EQ(u->attributes, want2);
+}
+
 TEST_F(StoreTest, StacksOfStepsRoundTripInFrameOrder) {
   v1::Batch b = full_batch();
   auto* tx = b.mutable_transactions(0);

@@ -290,10 +290,22 @@ bool h2_write_through(HttpClientConn* c, FdSlot* s, int fd, const iovec* iov, in
     if (tx && outbound_context(tx, &ctx_out)) {
       char prog[H2Injector::kMaxReplace];
       char field[H2Injector::kMaxField];
+      std::string shim_ts, shim_bg;
       for (size_t i = 0; i < planned; ++i) {
-        // Inside libcurl's easy interface the transfer's own row (curl_hooks.cpp) is the call: its id.
-        spans[i] = (i == 0 && inside_curl() && t_call_span) ? t_call_span : rec::new_id();
-        size_t flen = hpack_context(ctx_out, spans[i], plan[i].own, field, sizeof field);
+        size_t flen;
+        if (plan[i].own & kOwnTraceParent) {
+          // A shim's traceparent: the rest of the context of the request its span was named for.
+          spans[i] = plan[i].program_span;
+          OutboundContext named = ctx_out;
+          if (!span_owner::span_context(spans[i], &shim_ts, &shim_bg)) continue;
+          named.tracestate = shim_ts;
+          named.baggage = shim_bg;
+          flen = hpack_context(named, spans[i], plan[i].own, field, sizeof field);
+        } else {
+          // Inside libcurl's easy interface the transfer's own row (curl_hooks.cpp) is the call: its id.
+          spans[i] = (i == 0 && inside_curl() && t_call_span) ? t_call_span : rec::new_id();
+          flen = hpack_context(ctx_out, spans[i], plan[i].own, field, sizeof field);
+        }
         size_t plen = plan[i].at - plan[i].frame_at;
         if (!flen || plen > sizeof prog || !bytes.copy(plan[i].frame_at, plen, prog)) continue;
         h->inj.add(plan[i].frame_at, plan[i].at, prog, plan[i].frame_len, field, flen, uint32_t(i));

@@ -274,9 +274,21 @@ size_t H2Client::plan_insert(const IoBytes& buf, std::string& scratch, Insert* o
       // A new request (not trailers of one), without a traceparent of its own, with room for ours.
       H2Call* known = find(stream);
       bool request = !fields->get(":method").empty() && !(known && known->announced);
-      if (request && pe && !fields->has("traceparent") && flen + kMaxInsert <= 16384) {
+      if (request && pe && flen + kMaxInsert <= 16384) {
         unsigned own = (fields->has("tracestate") ? kOwnTraceState : 0) | (fields->has("baggage") ? kOwnBaggage : 0);
-        out[k++] = Insert{pos, pos + pe, stream, flen, own};
+        uint64_t program_span = 0;
+        if (std::string_view v = fields->get("traceparent"); !v.empty()) {
+          // The program's own traceparent: only a span a runtime shim had the agent name (its request
+          // known) may get that request's tracestate and baggage beside it; others are left alone.
+          TraceParent tp;
+          if (parse_traceparent(v, tp) && (own & (kOwnTraceState | kOwnBaggage)) != (kOwnTraceState | kOwnBaggage)) {
+            own |= kOwnTraceParent;
+            program_span = tp.parent_id;
+          } else {
+            own = ~0u;
+          }
+        }
+        if (own != ~0u) out[k++] = Insert{pos, pos + pe, stream, flen, own, program_span};
       }
     }
     if (end > buf.len) break;

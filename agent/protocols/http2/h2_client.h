@@ -87,7 +87,8 @@ class H2Client {
     size_t at;         // offset in buf of the insertion point
     uint32_t stream;
     uint32_t frame_len;  // the frame's payload length as the program wrote it
-    unsigned own = 0;    // the program's own tracestate / baggage fields (context.h: kOwnTraceState, kOwnBaggage)
+    unsigned own = 0;    // the program's own trace fields (context.h: kOwnTraceState, kOwnBaggage, kOwnTraceParent)
+    uint64_t program_span = 0;  // kOwnTraceParent: the parent id of the program's traceparent
   };
   size_t plan_insert(const struct IoBytes& buf, std::string& scratch, Insert* out, size_t max);
   // The glue put a traceparent with this span id into the stream's HEADERS: remembered for its call.

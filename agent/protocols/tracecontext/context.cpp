@@ -120,9 +120,12 @@ size_t hpack_context(const OutboundContext& c, uint64_t span, unsigned skip, cha
   size_t need = (2 + 11 + 1 + kTraceParentLen) + (ts.empty() ? 0 : 2 + 10 + 3 + ts.size()) +
                 (bg.empty() ? 0 : 2 + 7 + 3 + bg.size());
   if (cap < need) return 0;
-  char tp[kTraceParentLen];
-  format_traceparent(c.trace_id, span, c.flags, tp);
-  size_t k = hpack_field("traceparent", std::string_view(tp, kTraceParentLen), out);
+  size_t k = 0;
+  if (!(skip & kOwnTraceParent)) {
+    char tp[kTraceParentLen];
+    format_traceparent(c.trace_id, span, c.flags, tp);
+    k = hpack_field("traceparent", std::string_view(tp, kTraceParentLen), out);
+  }
   if (!ts.empty()) k += hpack_field("tracestate", ts, out + k);
   if (!bg.empty()) k += hpack_field("baggage", bg, out + k);
   return k;

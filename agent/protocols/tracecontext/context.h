@@ -69,7 +69,9 @@ inline constexpr size_t kMaxContextFields = (2 + 11 + 1 + kTraceParentLen) + (2 
 // The HTTP/1 header lines for a call with span id `span` into out; their length (0: no room). Leaves out
 // tracestate / baggage when empty or when `skip` says the program wrote its own (bits: 1 tracestate,
 // 2 baggage).
-enum : unsigned { kOwnTraceState = 1, kOwnBaggage = 2 };
+// kOwnTraceParent (HTTP/2 only): the program wrote its own traceparent (a runtime shim naming the call's
+// span): only tracestate and baggage are written, 0 when neither is to be.
+enum : unsigned { kOwnTraceState = 1, kOwnBaggage = 2, kOwnTraceParent = 4 };
 size_t format_context_lines(const OutboundContext& c, uint64_t span, unsigned skip, char* out, size_t cap);
 // The same as HPACK "literal header field without indexing — new name" representations (RFC 7541
 // §6.2.2), lowercase names as HTTP/2 requires.

@@ -11,8 +11,9 @@ one whose `traceparent` its context's invocation metadata holds. So:
   put first into every `grpc.server(...)` (public API, through grpc's interceptor pipeline);
 - the client multi-callables of `grpc._channel` (unary/stream x unary/stream: `__call__`, `with_call`,
   `future`) made while that variable is set ask the agent for a span of that request (hint `S<parent>`,
-  docs/agent.md "Runtime hints") and add `traceparent: 00-<trace>-<span>-01` to the call's metadata. The
-  agent files the HTTP/2 row whose HEADERS carry that span under the request, whichever thread writes it.
+  docs/agent.md "Runtime hints") and add `traceparent: 00-<trace>-<span>-<flags>` to the call's metadata
+  (the inbound flags); the agent adds the request's tracestate and baggage beside it and files the HTTP/2
+  row whose HEADERS carry that span under the request, whichever thread writes it.
 A call whose metadata already has a traceparent, made outside a handler, or for which the agent names no
 span, is left exactly as it was (the agent inserts its own traceparent; the row is unattributed but
 linked). Threads a handler starts itself carry the context only when run in a copy of it
@@ -39,14 +40,37 @@ def _parse(tp):
     trace, parent = tp[3:35].lower(), tp[36:52].lower()
     if not (set(trace) <= _HEX and set(parent) <= _HEX) or parent == _NO_SPAN:
         return None
-    return (trace, parent)
+    # The flags go on as received (sampled and random; the reserved bits as 0): the agent names a span
+    # only for a request whose traceparent it accepted, so these are the flags it kept.
+    try:
+        flags = b"%02x" % (int(tp[53:55], 16) & 0x03)
+    except ValueError:
+        flags = b"01"
+    return (trace, parent, flags)
+
+
+_MAX_BAGGAGE = 1024  # as the agent's own limit (tracecontext/tracestate.h): longer is not sent at all
 
 
 def _inbound_of(metadata):
+    """(trace, parent, flags, baggage) of a request's metadata: the first three None when it has no
+    traceparent the shim can use, baggage (its lines joined by ",") None when none; None when neither."""
     try:
+        tp, bags = None, []
         for k, v in metadata or ():
-            if k == "traceparent":
-                return _parse(v)
+            if k == "traceparent" and tp is None:
+                tp = _parse(v) or False
+            elif k == "baggage":
+                bags.append(v.strip() if isinstance(v, str) else "")
+        bag = ",".join(b for b in bags if b) or None
+        if bag is not None and (len(bag) > _MAX_BAGGAGE or not bag.isprintable()):
+            bag = None
+        if tp:
+            return tp + (bag,)
+        if bag is not None:
+            # No traceparent of its own: the agent cannot name spans for it, but its calls still pass the
+            # caller's baggage on unchanged (W3C Baggage), added here as the agent would.
+            return (None, None, None, bag)
     except Exception:
         pass
     return None
@@ -233,10 +257,14 @@ def _with_traceparent(req, metadata):
         for k, _ in md:
             if k == "traceparent":
                 return None       # the program propagates its own context
+        if req[0] is None:
+            if any(k == "baggage" for k, _ in md):
+                return None
+            return md + (("baggage", req[3]),)
         span = _hint(b"S" + req[1])
         if not span or len(span) != 16 or span == _NO_SPAN:
             return None
-        return md + (("traceparent", "00-%s-%s-01" % (req[0].decode(), span.decode())),)
+        return md + (("traceparent", "00-%s-%s-%s" % (req[0].decode(), span.decode(), req[2].decode())),)
     except Exception:
         return None
 

@@ -79,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       size_t frame_at = in.ConsumeIntegralInRange<size_t>(pos, len - 10);
       size_t at = in.ConsumeIntegralInRange<size_t>(frame_at + 9, std::min(len - 1, frame_at + 9 + 1100));
       uint32_t frame_len = in.ConsumeIntegralInRange<uint32_t>(0, 0xffffff);
-      std::string field = in.ConsumeRandomLengthString(140);
+      std::string field = in.ConsumeRandomLengthString(H2Injector::kMaxField + 16);  // all three fields, and past the room
       if (inj.add(frame_at, at, mine_bytes.data() + frame_at, frame_len, field.data(), field.size(), uint32_t(plan.size())))
         plan.push_back({frame_at, at, frame_len, field});
       pos = at;

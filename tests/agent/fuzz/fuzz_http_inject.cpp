@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string line;
     if (in.ConsumeBool()) {
       at = in.ConsumeIntegralInRange<size_t>(0, len + 2);
-      line = in.ConsumeRandomLengthString(120);
+      line = in.ConsumeRandomLengthString(HeaderInjector::kMaxLine + 24);  // traceparent + tracestate + baggage lines, and past the room
     }
     // write_through's loop: write, commit, again while only pending bytes went out.
     for (int rounds = 0; rounds < 64; ++rounds) {

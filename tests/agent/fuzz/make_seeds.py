@@ -176,7 +176,28 @@ def zmtp():
         write("zmtp_handshake", name, Input().boolean(curve).rest(answer).bytes())
 
 
+def tracestate():
+    """fuzz_tracestate: (traceparent, how many lines of it, tracestate lines, baggage lines, span, skip)."""
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    cases = {
+        "two_vendors": (tp, 1, ["vendor1=a,vendor2=b"], ["userId=alice,isProduction=false"], 0),
+        "lines_and_empties": (tp, 1, ["foo=1", "", " , bar=2 ,baz=3"], ["a=1", "b=2"], 0),
+        "tenant_keys": ("cc" + tp[2:] + "-future", 1, ["tenant@vendor=1,0t@v=2,z" + "z" * 255 + "=v"], [], 1),
+        "duplicated_traceparent": (tp, 2, ["vendor1=a"], ["k=v"], 2),
+        "broken_list": (tp, 1, ["foo=1,Bar=2", "foo=3"], [], 4),
+        "long_list": (tp[:-2] + "03", 1, ["a=1,big=" + "x" * 196 + "," + ",".join(f"m{i}=" + "v" * 10 for i in range(30))],
+                      ["b" * 1025], 7),
+    }
+    for name, (t, ntp, ts, bg, skip) in cases.items():
+        inp = Input().int(len(ts), 0, 4).int(len(bg), 0, 3).string(t).int(ntp, 0, 2)
+        for line in ts + bg:
+            inp.string(line)
+        inp.int(0x1122334455667788, 0, 2**64 - 1).int(skip, 0, 7)
+        write("tracestate", name, inp.bytes())
+
+
 if __name__ == "__main__":
+    tracestate()
     zmtp()
     inbound()
     outbound()

@@ -165,6 +165,37 @@ TEST_F(HttpConnTest, InboundTraceparentSetsTheTraceContext) {
   EXPECT_EQ(conn.tx->trace_id[0], 0x0a);
 }
 
+// tracestate lines (any case, split by other headers) combined in order, baggage joined, flags kept; the
+// same head read in pieces gives the same (the buffered path and the in-place one agree).
+TEST_F(HttpConnTest, InboundTracestateAndBaggageAreKept) {
+  const std::string head =
+      "GET / HTTP/1.1\r\nTraceState: vendor1=a\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03\r\n"
+      "Host: x\r\ntracestate: vendor2=b\r\nbaggage: k=v\r\nBaggage: j=w\r\n\r\n";
+  for (size_t piece : {head.size(), size_t(7)}) {
+    conn.reset("10.0.0.7:5555");
+    for (size_t i = 0; i < head.size(); i += piece) read(head.substr(i, piece));
+    ASSERT_NE(conn.tx, nullptr);
+    EXPECT_EQ(conn.tx->parent_span_id, 0xb7ad6b7169203331ull);
+    EXPECT_EQ(conn.tx->trace_flags, 3);
+    EXPECT_EQ(conn.tx->tracestate, "vendor1=a,vendor2=b");
+    EXPECT_EQ(conn.tx->baggage, "k=v,j=w");
+    conn.on_close();
+  }
+}
+
+// Two traceparent lines are invalid as a whole (Trace Context §3.2): a new trace, tracestate not kept,
+// baggage still passed on.
+TEST_F(HttpConnTest, DuplicatedTraceparentStartsANewTrace) {
+  read("GET / HTTP/1.1\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"
+       "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\ntracestate: a=1\r\nbaggage: k=v\r\n\r\n");
+  ASSERT_NE(conn.tx, nullptr);
+  EXPECT_EQ(conn.tx->parent_span_id, 0u);
+  EXPECT_NE(conn.tx->trace_id[0] == 0x0a && conn.tx->trace_id[1] == 0xf7, true);
+  EXPECT_EQ(conn.tx->trace_flags, -1);
+  EXPECT_EQ(conn.tx->tracestate, "");
+  EXPECT_EQ(conn.tx->baggage, "k=v");
+}
+
 // Found by agent.fuzz_http_inbound (LeakSanitizer): closing a connection with a pipelined request waiting
 // ended the current transaction and then began one for the waiting request, which nothing ever ended.
 TEST_F(HttpConnTest, CloseWithAPipelinedRequestWaitingBeginsNothing) {

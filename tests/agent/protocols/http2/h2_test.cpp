@@ -13,6 +13,7 @@
 #include "protocols/http2/h2_client.h"
 #include "protocols/http2/h2_frames.h"
 #include "protocols/http2/h2_inject.h"
+#include "protocols/tracecontext/context.h"
 
 using namespace txray;
 
@@ -253,6 +254,78 @@ TEST(H2Inject, FieldsGoInAndThePeerDecodesEverything) {
     ++r;
   }
   EXPECT_EQ(r, 3u);
+}
+
+// The whole context (traceparent, a tracestate past HPACK's 7-bit length prefix, baggage) into three
+// requests: one with nothing of its own, one with its own tracestate (only traceparent and baggage go
+// in), one with its own traceparent (a shim's: plan says so, and only tracestate and baggage go in).
+// libnghttp2's decoder, as the peer, reads every block.
+TEST(H2Inject, TraceStateAndBaggageBesideTheProgramsOwnFields) {
+  Encoder enc;
+  std::string prog = std::string(h2::kPreface) + frame(h2::SETTINGS, 0, 0, "");
+  const std::string shim_tp = "00-0102030405060708090a0b0c0d0e0f10-00000000000004d2-01";
+  std::vector<Fields> sent = {request("/t.S/A"), request("/t.S/B"), request("/t.S/C")};
+  sent[1].push_back({"tracestate", "mine=1"});
+  sent[2].push_back({"traceparent", shim_tp});
+  for (uint32_t i = 0; i < 3; ++i) {
+    prog += frame(h2::HEADERS, h2::END_HEADERS, 1 + 2 * i, enc.block(sent[i]));
+    prog += frame(h2::DATA, h2::END_STREAM, 1 + 2 * i, "x");
+  }
+  H2Client c;
+  c.reset();
+  std::string scratch;
+  iovec iov{prog.data(), prog.size()};
+  IoBytes bytes{&iov, 1, iov.iov_len};
+  H2Client::Insert plan[8];
+  ASSERT_EQ(c.plan_insert(bytes, scratch, plan, 8), 3u);
+  EXPECT_EQ(plan[0].own, 0u);
+  EXPECT_EQ(plan[1].own, unsigned(kOwnTraceState));
+  EXPECT_EQ(plan[2].own, unsigned(kOwnTraceParent));
+  EXPECT_EQ(plan[2].program_span, 0x4d2u);
+
+  OutboundContext ctx;
+  for (int i = 0; i < 16; ++i) ctx.trace_id[i] = uint8_t(i + 1);
+  ctx.flags = 0x03;
+  std::string ts = "vendor1=a,vendor2=" + std::string(150, 'b');
+  ctx.tracestate = ts;
+  ctx.baggage = "userId=alice";
+  H2Injector inj;
+  inj.begin();
+  for (size_t i = 0; i < 3; ++i) {
+    char field[H2Injector::kMaxField];
+    uint64_t span = plan[i].own & kOwnTraceParent ? plan[i].program_span : 100 + i;
+    size_t fl = hpack_context(ctx, span, plan[i].own, field, sizeof field);
+    ASSERT_GT(fl, 0u);
+    ASSERT_TRUE(inj.add(plan[i].frame_at, plan[i].at, prog.data() + plan[i].frame_at, plan[i].frame_len, field, fl,
+                        uint32_t(i)));
+  }
+  iovec out[32];
+  int n = inj.gather(&iov, 1, out);
+  std::string wire;
+  for (int i = 0; i < n; ++i) wire.append((char*)out[i].iov_base, out[i].iov_len);
+  uint32_t tags[H2Injector::kMaxEdits];
+  size_t ntags = 0;
+  EXPECT_EQ(inj.commit(wire.size(), tags, &ntags), prog.size());
+  EXPECT_EQ(ntags, 3u);
+
+  Decoder peer;
+  std::vector<Fields> got;
+  for (const WireFrame& f : frames_of(wire, h2::kPreface.size()))
+    if (f.type == h2::HEADERS) got.push_back(peer.block(f.payload));
+  ASSERT_EQ(got.size(), 3u);
+  auto tp = [](uint64_t span) {
+    char v[56];
+    snprintf(v, sizeof v, "00-0102030405060708090a0b0c0d0e0f10-%016llx-03", (unsigned long long)span);
+    return std::string(v);
+  };
+  // The agent's fields go in right after the pseudo-headers (the first 4), the program's follow.
+  auto with = [](Fields f, Fields mine) {
+    f.insert(f.begin() + 4, mine.begin(), mine.end());
+    return f;
+  };
+  EXPECT_EQ(got[0], with(sent[0], {{"traceparent", tp(100)}, {"tracestate", ts}, {"baggage", "userId=alice"}}));
+  EXPECT_EQ(got[1], with(sent[1], {{"traceparent", tp(101)}, {"baggage", "userId=alice"}}));
+  EXPECT_EQ(got[2], with(sent[2], {{"tracestate", ts}, {"baggage", "userId=alice"}}));
 }
 
 // After a 101 to Upgrade: h2c, the upgraded request's call is stream 1: its response comes as HTTP/2
