@@ -26,6 +26,7 @@ PKGS=(
   libnghttp2-dev                  # the agent's HPACK decoder for HTTP/2 (linked statically: agent/CMakeLists.txt)
   python3-grpcio openssl          # the gRPC sample and tests (samples/grpc_pair, tests/e2e/test_rpc_grpc.py: TLS certificate)
   python3-h2                      # HTTP/2 server and client that do Upgrade: h2c, and python3-hpack (tests/e2e/test_rpc_h2c_upgrade.py, test_rpc_h2_tls_retry.py)
+  prometheus                      # collect --metrics-listen: tests/e2e/test_metrics_prometheus.py scrapes with it; promtool checks the rules
   lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
 )
 

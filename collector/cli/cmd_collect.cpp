@@ -1,6 +1,7 @@
 // txray collect [--listen ENDPOINT] [--db FILE] [--curve-secret-key FILE --allowed-clients FILE | --insecure]
 //               [--status-interval S] [--max-message-mib M] [--keep-slower-than MS] [--shed-at PCT] [--no-shed]
 //               [--redact-pattern REGEX | --no-redact]
+//               [--metrics-listen HOST:PORT [--metrics-allow-remote] [--metrics-max-names N]]
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include "commands.h"
 #include "exporter.h"
 #include "redact_options.h"
+#include "stage.h"
 
 namespace txray::cli {
 
@@ -56,6 +58,18 @@ int collect_main(int argc, char** argv) {
   app.add_option("--otlp-queue", otlp_opts.queue_transactions,
                  "transactions waiting for the OTLP back-end, at most; past it they are dropped and counted")
       ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  metrics::ServerOptions metrics_opts;
+  metrics::MetricsLimits metrics_limits;
+  metrics_opts.listen.clear();
+  app.add_option("--metrics-listen", metrics_opts.listen,
+                 "serve Prometheus metrics of what is received on http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 "
+                 "(docs/fleet.md)");
+  app.add_flag("--metrics-allow-remote", metrics_opts.allow_remote,
+               "let --metrics-listen bind an address other machines can reach (the figures name apps and URLs)");
+  app.add_option("--metrics-max-names", metrics_limits.max_names,
+                 "transaction names with series of their own, all apps together; the rest go to name=\"other\"")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--max-message-mib", max_message_mib, "larger agent messages are counted as oversize and dropped")
       ->check(CLI::Range(0.001, 1024.0))
@@ -119,6 +133,18 @@ int collect_main(int argc, char** argv) {
     std::fprintf(stderr, "txray collect: forwarding to %s (OTLP/HTTP)\n", exporter->url().c_str());
   }
   ingest::CollectStats stats;
+  std::unique_ptr<metrics::MetricsStage> metrics_stage;
+  if (!metrics_opts.listen.empty()) {
+    metrics_stage = std::make_unique<metrics::MetricsStage>(metrics_limits, &stats, opts.tap);
+    std::string why;
+    if (!metrics_stage->start(metrics_opts, &why)) {
+      std::fprintf(stderr, "txray collect: %s\n", why.c_str());
+      return 2;
+    }
+    opts.tap = metrics_stage.get();  // it hands every batch on to the OTLP export, if any
+    std::fprintf(stderr, "txray collect: metrics on http://%s/metrics (port %u)\n", metrics_opts.listen.c_str(),
+                 metrics_stage->port());
+  }
   return ingest::run_collector(opts, g_stop, stats);
 }
 
