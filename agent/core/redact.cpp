@@ -134,7 +134,7 @@ void append_authority(const Policy& p, std::string_view authority, std::string& 
   std::string_view userinfo = authority.substr(0, at);
   size_t colon = userinfo.find(':');
   if (colon == std::string_view::npos) out.append(userinfo);  // a user name alone: no password to hide
-  else out.append(userinfo.substr(0, colon)).append(":*");
+  else out.append(userinfo.substr(0, colon)).append(":?");
   out.append(authority.substr(at));
 }
 
@@ -191,7 +191,7 @@ void append_args(const Policy& p, const std::vector<std::string_view>& args, std
     size_t colon = a.find(':');
     if (colon != std::string_view::npos && a.find("://") == std::string_view::npos &&
         is_secret_header(a.substr(0, colon))) {
-      out.append(a.substr(0, colon)).append(": *");  // a header given whole, never kept even raw
+      out.append(a.substr(0, colon)).append(": ?");  // a header given whole, never kept even raw
       next = Next::plain;
       continue;
     }
@@ -202,9 +202,9 @@ void append_args(const Policy& p, const std::vector<std::string_view>& args, std
     Next now = next;
     next = Next::plain;
     if (now == Next::secret) {
-      out.append("*");
+      out.append("?");
     } else if (now == Next::user && colon != std::string_view::npos) {
-      out.append(a.substr(0, colon)).append(":*");
+      out.append(a.substr(0, colon)).append(":?");
     } else if (a.find("://") != std::string_view::npos) {
       append_url(p, a, out);
     } else if (a.size() > 1 && a[0] == '-') {
@@ -212,7 +212,7 @@ void append_args(const Policy& p, const std::vector<std::string_view>& args, std
       size_t eq = opt.find('=');
       std::string_view name = opt.substr(0, eq);
       if (eq != std::string_view::npos && credential_name(name)) {
-        out.append(a.substr(0, a.size() - (opt.size() - eq) + 1)).append("*");
+        out.append(a.substr(0, a.size() - (opt.size() - eq) + 1)).append("?");
       } else {
         out.append(a);
         if (eq == std::string_view::npos) {

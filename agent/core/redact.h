@@ -2,7 +2,7 @@
 // Everything that can carry a user's secret passes through here before it is put in a transaction:
 //   - query strings, inbound (the transaction's `query` attribute) and outbound (HTTP_CALL URLs):
 //     values masked ("a=?&b=?"), but for the parameter names the user keeps (TXRAY_KEEP_QUERY=page,sort);
-//   - URL userinfo ("http://bob:secret@host" -> "http://bob:*@host");
+//   - URL userinfo ("http://bob:secret@host" -> "http://bob:?@host");
 //   - path segments, only where the user names a template (TXRAY_MASK_PATH=/reset/*,/users/*/keys/*):
 //     the segments at a `*` become `*` ("GET /reset/8f2a" -> "GET /reset/*"), in transaction names and
 //     call URLs alike;
@@ -14,6 +14,9 @@
 // in userinfo and SQL values for a debugging session; every transaction of such a process carries the
 // attribute values=raw, which `txray show` and the viewer print in the profile header (VALUES: raw).
 // Authentication exchanges of wire protocols are never parsed into anything stored, raw or not.
+//
+// A masked value is "?" everywhere (what the collector's second line writes too, and skips: it counts
+// only what it masks itself), but a masked path segment, "*" (a "?" would read as a query).
 //
 // Pure functions of the policy: no I/O, no allocation but the output string's.
 #pragma once
@@ -46,7 +49,7 @@ void set_policy(const Policy& p);
 void append_query(const Policy& p, std::string_view q, std::string& out);
 // Appends path (no query) to out, with the segments a template masks as "*". True if a template matched.
 bool append_path(const Policy& p, std::string_view path, std::string& out);
-// Appends an authority ("user:pass@host:port" or "host") with the password masked unless raw.
+// Appends an authority ("user:pass@host:port" or "host") with the password masked ("?") unless raw.
 void append_authority(const Policy& p, std::string_view authority, std::string& out);
 // Whether a path needs append_path at all (a template could match): one branch when none is set.
 inline bool masks_paths(const Policy& p) { return !p.path_templates.empty(); }
@@ -57,9 +60,9 @@ void append_url(const Policy& p, std::string_view url, std::string& out);
 
 // A command line's arguments (argv[1..], in order) joined with spaces, each redacted (unless raw):
 // URLs as append_url; "--password=x" and the argument after "--password" (any option whose name looks
-// like a credential: password, passwd, pwd, secret, token, key, auth, credential) -> "*"; a header
-// ("-H 'Authorization: Bearer x'", or such an argument alone) -> "Authorization: *", raw or not; "-u user:pass"
-// and "--user user:pass" -> "user:*". Process-mode transactions are named after the command line,
+// like a credential: password, passwd, pwd, secret, token, key, auth, credential) -> "?"; a header
+// ("-H 'Authorization: Bearer x'", or such an argument alone) -> "Authorization: ?", raw or not; "-u user:pass"
+// and "--user user:pass" -> "user:?". Process-mode transactions are named after the command line,
 // and every batch carries it.
 void append_args(const Policy& p, const std::vector<std::string_view>& args, std::string& out);
 

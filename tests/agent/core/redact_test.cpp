@@ -56,9 +56,9 @@ TEST(Redact, RawKeepsValuesOnlyWhenAskedFor) {
 
 TEST(Redact, UserinfoPasswordMasked) {
   redact::Policy p;
-  EXPECT_EQ(authority(p, "bob:SECRET@127.0.0.1:8080"), "bob:*@127.0.0.1:8080");
+  EXPECT_EQ(authority(p, "bob:SECRET@127.0.0.1:8080"), "bob:?@127.0.0.1:8080");
   EXPECT_EQ(authority(p, "bob@host"), "bob@host");
-  EXPECT_EQ(authority(p, "a:b:c@d@host"), "a:*@host");  // the last '@' ends the userinfo
+  EXPECT_EQ(authority(p, "a:b:c@d@host"), "a:?@host");  // the last '@' ends the userinfo
   EXPECT_EQ(authority(p, "host:443"), "host:443");
   EXPECT_EQ(authority(p, ""), "");
 }
@@ -87,7 +87,7 @@ TEST(Redact, Urls) {
   redact::Policy p = redact::parse(nullptr, "page", "/reset/*", &problems);
   std::string out;
   redact::append_url(p, "https://bob:PW@h:8443/reset/T0K/x?page=2&token=T#frag", out);
-  EXPECT_EQ(out, "https://bob:*@h:8443/reset/*/x?page=2&token=?");
+  EXPECT_EQ(out, "https://bob:?@h:8443/reset/*/x?page=2&token=?");
   out.clear();
   redact::append_url(p, "not a url", out);
   EXPECT_EQ(out, "not a url");
@@ -108,18 +108,18 @@ std::string args(const redact::Policy& p, std::vector<std::string_view> a) {
 TEST(Redact, CommandLineArguments) {
   redact::Policy p;
   EXPECT_EQ(args(p, {"-s", "-H", "Authorization: Bearer T0K", "http://bob:PW@h/y?token=T&user=u"}),
-            "-s -H Authorization: * http://bob:*@h/y?token=?&user=?");
+            "-s -H Authorization: ? http://bob:?@h/y?token=?&user=?");
   EXPECT_EQ(args(p, {"--password=PW", "--db-token=T", "-x=1", "--name=bob"}),
-            "--password=* --db-token=* -x=1 --name=bob");
+            "--password=? --db-token=? -x=1 --name=bob");
   EXPECT_EQ(args(p, {"--password", "PW", "--token", "T", "--port", "5432", "-u", "bob:PW", "-u", "bob"}),
-            "--password * --token * --port 5432 -u bob:* -u bob");
+            "--password ? --token ? --port 5432 -u bob:? -u bob");
   EXPECT_EQ(args(p, {"--anyauth", "http://h/x"}), "--anyauth http://h/x");  // a flag hides nothing after it
-  EXPECT_EQ(args(p, {"cookie:abc"}), "cookie: *");
+  EXPECT_EQ(args(p, {"cookie:abc"}), "cookie: ?");
   EXPECT_EQ(args(p, {}), "");
   EXPECT_EQ(args(p, {"", "x"}), " x");
   redact::Policy raw = redact::parse("raw", nullptr, nullptr, nullptr);
   EXPECT_EQ(args(raw, {"--password", "PW", "http://bob:PW@h/?k=v", "-H", "Cookie: c=1"}),
-            "--password PW http://bob:PW@h/?k=v -H Cookie: *");  // headers never, raw or not
+            "--password PW http://bob:PW@h/?k=v -H Cookie: ?");  // headers never, raw or not
 }
 
 TEST(Redact, CredentialNames) {

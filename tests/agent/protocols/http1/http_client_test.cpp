@@ -336,7 +336,7 @@ TEST(HttpClientUrl, UserinfoPathAndKeptParameters) {
   redact::Policy p = redact::parse(nullptr, "page", "/reset/*", &problems);
   ASSERT_EQ(problems, "");
   EXPECT_EQ(http_call_url("http", "", "http://bob:SECRET@h:8080/reset/T0KEN?page=2&api_key=K", "", p),
-            "http://bob:*@h:8080/reset/*?page=2&api_key=?");
+            "http://bob:?@h:8080/reset/*?page=2&api_key=?");
   EXPECT_EQ(http_call_url("http", "h", "/reset/T0KEN", "", p), "http://h/reset/*");
   EXPECT_EQ(http_call_url("http", "", "http://bob@h/x", "", p), "http://bob@h/x");
   redact::Policy raw = redact::parse("raw", nullptr, nullptr, &problems);
