@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "txray/v1/shed_bucket.h"
+
 namespace txray::metrics {
 
 namespace {
@@ -12,13 +14,8 @@ constexpr uint64_t kOtherFingerprint = ~uint64_t{0};  // the `other` statement/t
 const std::string kOther = "other";
 constexpr size_t kLabelMax = 120;  // statement and target labels: enough to recognise, short enough to read
 
-// The ShedCount bucket's lower bound (wire-format.md): four buckets per power of two from 1,024 ns.
-uint64_t shed_bucket_low_ns(uint32_t b) {
-  if (b == 0) return 0;
-  uint32_t i = b - 1;
-  if (i / 4 + 8 >= 62) return UINT64_MAX;
-  return static_cast<uint64_t>(4 + i % 4) << (8 + i / 4);
-}
+// Where a head-sampled count goes in the histogram: the low end of its ShedCount bucket (at most 25% wide).
+uint64_t shed_low_ns(uint32_t b) { return b >= v1::kShedBuckets ? UINT64_MAX : v1::shed_bucket_lo(b); }
 
 std::string cut_label(const std::string& s, bool stop_at_query) {
   std::string out;
@@ -241,7 +238,7 @@ void Aggregator::add(const v1::Batch& batch) {
     s.count += sc.count();
     s.sampled_out += sc.count();
     s.by_code[k2xx] += sc.count();
-    s.buckets[bucket_of(shed_bucket_low_ns(sc.bucket()))] += sc.count();
+    s.buckets[bucket_of(shed_low_ns(sc.bucket()))] += sc.count();
     s.elapsed_ns += sc.elapsed_ns();
   }
   TxKey agent{app, valid_utf8(batch.agent().host())};
