@@ -14,6 +14,7 @@
 #include "aggregator.h"
 #include "http_request.h"
 #include "server.h"
+#include "stage.h"
 
 using namespace txray;
 using namespace txray::metrics;
@@ -327,4 +328,43 @@ TEST(MetricsServer, StalledAndHostileClientsDoNotBlockAScrape) {
   EXPECT_EQ(srv.requests(), 1u);
   EXPECT_GE(srv.refused(), 6u);
   srv.stop();
+}
+
+namespace {
+struct CountingTap : ingest::BatchTap {
+  int offers = 0, finishes = 0;
+  void offer(const void*, size_t, const v1::Batch&) override { ++offers; }
+  std::string status() const override { return ", next: ok"; }
+  void finish(std::chrono::milliseconds) override { ++finishes; }
+};
+}  // namespace
+
+TEST(MetricsStage, HandsEveryBatchOnAndShowsTheCollectorsHealth) {
+  CountingTap next;
+  ingest::CollectStats stats;
+  stats.received_tx = 10;
+  stats.stored_tx = 6;
+  stats.shed_tx = 3;
+  stats.malformed = 2;
+  stats.disk_full_since_ns = 5;
+  MetricsStage stage(MetricsLimits{}, &stats, &next);
+  v1::Batch b = batch("shop");
+  add_tx(b, 1, "GET /", 1000);
+  stage.offer("x", 1, b);
+  stage.offer("x", 1, b);
+  stage.finish(std::chrono::milliseconds(1));
+  EXPECT_EQ(next.offers, 2);
+  EXPECT_EQ(next.finishes, 1);
+  EXPECT_EQ(stage.status(), ", next: ok");
+  for (bool om : {false, true}) {
+    std::string text = stage.render(om);
+    EXPECT_EQ(sample(text, "txray_requests_total{app=\"shop\",name=\"GET /\",code=\"2xx\"}"), 2);
+    EXPECT_EQ(sample(text, "txray_collector_received_transactions_total"), 10);
+    EXPECT_EQ(sample(text, "txray_collector_shed_transactions_total"), 3);
+    EXPECT_EQ(sample(text, "txray_collector_store_lag_transactions"), 1);
+    EXPECT_EQ(sample(text, "txray_collector_disk_full"), 1);
+    EXPECT_EQ(sample(text, "txray_collector_rejected_messages_total{reason=\"malformed\"}"), 2);
+    EXPECT_EQ(text.find("# TYPE txray_collector_received_transactions counter") != std::string::npos, om);
+    EXPECT_EQ(text.ends_with("# EOF\n"), om);
+  }
 }
