@@ -153,7 +153,8 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
   });
 
   resize(1500, 950);
-  vsplit_->setSizes({380, 570});
+  // The scatter a fifth of the height: the profile below is the reason the viewer exists.
+  vsplit_->setSizes({170, 780});
   hsplit_->setSizes({640, 860});
   if (!restore_settings) {
     updateStatus();
@@ -164,6 +165,7 @@ MainWindow::MainWindow(bool restore_settings, QWidget* parent)
   restoreState(s.value("window/state").toByteArray());
   vsplit_->restoreState(s.value("window/vsplit").toByteArray());
   hsplit_->restoreState(s.value("window/hsplit").toByteArray());
+  profile_->splitter()->restoreState(s.value("window/profileSplit").toByteArray());
   scatter_->setLiveWindow(s.value("view/liveWindowMinutes", 15).toLongLong() * 60000000000LL);
   scatter_->setLogScale(s.value("view/logScale", false).toBool());
   scatter_->setColorByApp(s.value("view/colorByApp", false).toBool());
@@ -178,6 +180,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s.setValue("window/state", saveState());
   s.setValue("window/vsplit", vsplit_->saveState());
   s.setValue("window/hsplit", hsplit_->saveState());
+  s.setValue("window/profileSplit", profile_->splitter()->saveState());
   s.setValue("view/liveWindowMinutes", scatter_->liveWindow() / 60000000000LL);
   s.setValue("view/logScale", scatter_->logScale());
   s.setValue("view/colorByApp", scatter_->colorByApp());

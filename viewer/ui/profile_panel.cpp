@@ -29,7 +29,8 @@ ProfilePanel::ProfilePanel(QWidget* parent)
       hot_title_(new QLabel(this)),
       hot_(new QPlainTextEdit(this)),
       flame_(new FlameView(this)),
-      cpu_box_(new QWidget(this)) {
+      cpu_box_(new QWidget(this)),
+      split_(new QSplitter(Qt::Vertical, this)) {
   view_->setObjectName("profileSteps");
   header_->setObjectName("profileHeader");
   const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
@@ -37,7 +38,8 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   header_->setFont(mono);
   header_->setLineWrapMode(QPlainTextEdit::NoWrap);
   header_->setPlaceholderText(tr("Drag a box around dots on the scatter, then pick a transaction in the list."));
-  header_->setFixedHeight(QFontMetrics(mono).lineSpacing() * 13 + 10);
+  // Nine lines (TXID to SQL; the rest scrolls): the profile's rows are what the viewer is for.
+  header_->setFixedHeight(QFontMetrics(mono).lineSpacing() * 9 + 10);
 
   auto* back = new QPushButton(tr("Back"), this);
   auto* copy = new QPushButton(tr("Copy profile"), this);
@@ -87,24 +89,30 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   cpu_row->addLayout(flame_col, 2);
   cpu_box_->setVisible(false);
 
-  auto* split = new QSplitter(Qt::Vertical, this);
-  split->addWidget(view_);
-  split->addWidget(cpu_box_);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 1);
+  // Rows, CPU samples and the stack share one splitter, the rows taking what the other two leave: at
+  // 1600x1000 at least 15 rows are visible (tests/viewer/test_viewer_layout.cpp).
+  split_->addWidget(view_);
+  split_->addWidget(cpu_box_);
+  split_->setStretchFactor(0, 1);
+  split_->setStretchFactor(1, 0);
+  split_->setChildrenCollapsible(false);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(buttons);
   layout->addWidget(header_);
-  layout->addWidget(split, 1);
+  layout->addWidget(split_, 1);
   stack_->setObjectName("profileStack");
   stack_->setReadOnly(true);
   stack_->setFont(mono);
   stack_->setLineWrapMode(QPlainTextEdit::NoWrap);
   stack_->setPlaceholderText(tr("Select a row: a failed or slow step shows the stack that made the call."));
-  stack_->setFixedHeight(QFontMetrics(mono).lineSpacing() * 9 + 10);
-  layout->addWidget(stack_);
+  stack_->setMinimumHeight(QFontMetrics(mono).lineSpacing() * 2 + 10);
+  split_->addWidget(stack_);
+  split_->setStretchFactor(2, 0);
+  const int line = QFontMetrics(mono).lineSpacing();
+  // The CPU pane tall enough for a flame graph a dozen frames deep to keep its labels (11 px a level).
+  split_->setSizes({line * 30, line * 12, line * 3 + 10});
   connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) { showStackOf(current.isValid() ? current.row() : -1); });
 

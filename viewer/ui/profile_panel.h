@@ -10,6 +10,7 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTableView;
+class QSplitter;
 class QLabel;
 
 namespace txray::viewer {
@@ -27,6 +28,8 @@ class ProfilePanel : public QWidget {
   // What the stack pane shows (the selected row's stack, one frame per line).
   QString stackText() const;
   QPlainTextEdit* stackView() const { return stack_; }
+  // Profile rows | CPU samples | stack: the main window saves and restores its state per user.
+  QSplitter* splitter() const { return split_; }
   void copyToClipboard() const;
 
  signals:
@@ -47,6 +50,7 @@ class ProfilePanel : public QWidget {
   QPlainTextEdit* hot_;
   class FlameView* flame_;
   QWidget* cpu_box_;
+  QSplitter* split_;
 
  public:
   QString hotText() const;
