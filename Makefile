@@ -1,16 +1,24 @@
 # Thin wrapper around CMake (the way neovim does it). Every target first makes sure the Debian packages
-# the project needs are installed (scripts/install-deps.sh is idempotent and quick when nothing is missing).
+# it needs are installed (scripts/install-deps.sh is idempotent and quick when nothing is missing): build
+# and demo the build set only, test (and so .ci/run) the test set as well.
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test stability package soak fuzz demo bench clean
+# What scripts/demo.sh runs: the CLI, the agent (with its runtime shims), the samples and the viewer.
+DEMO_TARGETS = txray txray-agent txray-relay txray-relay-backend txray-relay-client txray-orders \
+               txray-orders-bench txray-viewer
+
+.PHONY: all deps test-deps configure build test stability package soak fuzz demo bench clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
+
+test-deps:
+	@bash scripts/install-deps.sh --test
 
 $(BUILD_DIR)/build.ninja: CMakeLists.txt | deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
@@ -20,7 +28,7 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+test: test-deps build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
 # The whole suite repeated, quiet and beside busy loops, to show no test depends on the load
@@ -41,7 +49,9 @@ soak: build
 fuzz: build
 	bash scripts/fuzz.sh $(BUILD_DIR)
 
-demo: build
+# Only the targets the demo runs (not the tests, fuzzers and benchmarks).
+demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS)
 	bash scripts/demo.sh $(BUILD_DIR)
 
 bench: build
