@@ -76,6 +76,10 @@ scrape_configs:
                     f"--web.listen-address=127.0.0.1:{self.prom_port}", "--enable-feature=exemplar-storage",
                     "--log.level=warn"], stdout=self.prom_log, stderr=subprocess.STDOUT)
         wait_port(self.prom_port, timeout=60)
+        # The port opens before the storage is: the API answers 503 until /-/ready says 200 (seen under
+        # a parallel make test).
+        wait_for(lambda: http_get(f"http://127.0.0.1:{self.prom_port}/-/ready")[0] == 200, timeout=60, interval=0.2,
+                 what="prometheus ready")
         wait_for(lambda: any(t["health"] == "up" for t in self.prom("/api/v1/targets")["activeTargets"]),
                  timeout=60, interval=0.5, what="prometheus scraping the collector")
 
