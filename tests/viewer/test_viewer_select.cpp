@@ -11,6 +11,7 @@
 
 #include "list_panel.h"
 #include "profile_panel.h"
+#include "store.h"
 #include "store_fixture.h"
 #include "widget_helpers.h"
 
@@ -117,6 +118,21 @@ class TestViewerSelect : public QObject {
 
     QSignalSpy shown(&w, &MainWindow::profileShown);
     QTest::mouseClick(s, Qt::LeftButton, {}, at);
+    QVERIFY(shown.wait(5000));
+    QCOMPARE(shown.takeFirst().at(0).toLongLong(), id_of(3, 7));
+    QVERIFY(w.profile()->headerText().contains("GET /item/7"));
+  }
+
+  void aTxidOpensItsProfile() {
+    // What `txray-viewer --txid HEX DB` does: the store id of that agent txid, then its profile.
+    Store st(store_.path());
+    QCOMPARE(st.find_txid(uint64_t(id_of(3, 7) * 7919)).value_or(-1), id_of(3, 7));  // the fixture's txids
+    QVERIFY(!st.find_txid(1));
+    MainWindow w(false);
+    w.resize(1400, 900);
+    QVERIFY(open_and_wait(w, store_.path()));
+    QSignalSpy shown(&w, &MainWindow::profileShown);
+    w.openTransaction(id_of(3, 7));
     QVERIFY(shown.wait(5000));
     QCOMPARE(shown.takeFirst().at(0).toLongLong(), id_of(3, 7));
     QVERIFY(w.profile()->headerText().contains("GET /item/7"));

@@ -204,6 +204,14 @@ void Store::load_agent_cost(Profile& p) {
   }
 }
 
+std::optional<int64_t> Store::find_txid(uint64_t txid) {
+  // 64-bit ids are stored as the signed integer of the same bits (schema.sql).
+  Stmt s{prepare("SELECT id FROM transactions WHERE txid = ? ORDER BY id DESC LIMIT 1")};
+  sqlite3_bind_int64(s, 1, static_cast<int64_t>(txid));
+  if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+  return sqlite3_column_int64(s, 0);
+}
+
 std::optional<Profile> Store::load_profile(int64_t id) {
   Stmt tx{prepare(
       "SELECT t.id, t.end_unix_ns, t.app, t.name, t.elapsed_ns, t.cpu_ns, t.sql_ns, t.fetch_ns, t.call_ns, "

@@ -42,6 +42,9 @@ class Store {
   std::vector<TxSummary> query_box(const Box& box, int64_t min_id, int64_t max_id);
   // The profile of transaction `id`; nullopt when there is no such transaction.
   std::optional<Profile> load_profile(int64_t id);
+  // The store id of the transaction whose agent txid is `txid` (what `txray show` prints, a metrics
+  // exemplar's label); the latest when an agent reused one; nullopt when there is none.
+  std::optional<int64_t> find_txid(uint64_t txid);
   int64_t count();  // transactions (containers of unattributed steps not included)
   // Transactions counted but not stored (shed_counts, docs/schema.md); 0 for a store without the table.
   int64_t shed_count();

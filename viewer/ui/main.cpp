@@ -5,6 +5,9 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <optional>
+
+#include "store.h"
 
 #include "list_panel.h"
 #include "scatter_view.h"
@@ -80,13 +83,36 @@ int main(int argc, char** argv) {
   QCommandLineOption cmp("compare", "With --screenshot: compare the slowest 1 % of the view with its middle half (p25-p75).");
   QCommandLineOption log("log-scale", "Start with the response-time axis on a log scale.");
   QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
-  cli.addOptions({shot, slowest, cmp, log, size});
+  QCommandLineOption txid("txid", "Open the profile of the transaction with this txid (hex, as txray show and the "
+                                  "metrics' exemplars give it).", "HEX");
+  cli.addOptions({shot, slowest, cmp, log, size, txid});
   cli.addPositionalArgument("DB", "txray store (SQLite file written by `txray collect`).");
   cli.process(app);
   const QStringList args = cli.positionalArguments();
   if (args.size() > 1) {
     std::fprintf(stderr, "txray-viewer: one store at a time (got %lld)\n", static_cast<long long>(args.size()));
     return 2;
+  }
+
+  // --txid: from a latency alert's exemplar to the profile in one step. Looked up before the window opens,
+  // so a wrong id is said at once (and the store still opens).
+  std::optional<qint64> open_id;
+  if (cli.isSet(txid)) {
+    bool ok = false;
+    const uint64_t want = cli.value(txid).toULongLong(&ok, 16);
+    if (!ok || args.isEmpty()) {
+      std::fprintf(stderr, "txray-viewer: --txid wants a hex transaction id and a DB\n");
+      return 2;
+    }
+    try {
+      txray::viewer::Store s(args[0].toStdString());
+      if (auto id = s.find_txid(want)) open_id = *id;
+      else std::fprintf(stderr, "txray-viewer: no transaction with txid %s in %s\n", qPrintable(cli.value(txid)),
+                        qPrintable(args[0]));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "txray-viewer: %s\n", e.what());
+      return 2;
+    }
   }
 
   MainWindow w(!cli.isSet(shot));
@@ -109,5 +135,6 @@ int main(int argc, char** argv) {
   }
   w.show();
   if (!args.isEmpty()) w.openStore(args[0]);
+  if (open_id) w.openTransaction(*open_id);
   return app.exec();
 }

@@ -31,6 +31,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openStore(const QString& path);
+  // Shows the profile of transaction `id` (a store id), as a click on its dot does.
+  void openTransaction(qint64 id) { openProfile(id, true); }
   // Selects every dot of the current view as the box (Edit > Select all in view).
   void selectAllInView();
   // Shows `box` on the scatter and fills the list with its transactions (as a mouse drag does). A box
