@@ -28,7 +28,7 @@ ALLOWED = {
 # Headers every layer may include: the hooks' own helpers (finding a real libc function, the thread
 # guard) and the agent's settings and counters.
 BASE = {"hooks/hook.h", "core/config.h", "core/counters.h"}
-# Named seams between protocols, and the one reason each exists.
+# Named seams between protocols (a header, or a whole folder), and the one reason each exists.
 SEAMS = {
     ("protocols/http1", "protocols/http2/h2_conn.h"): "an HTTP/1.1 connection upgraded to h2c, or one that "
                                                        "begins with the HTTP/2 preface, is handed over",
@@ -36,6 +36,12 @@ SEAMS = {
     ("protocols/http2", "protocols/tracecontext/traceparent.h"): "W3C trace context in HTTP/2 headers",
     ("protocols/http1", "protocols/tracecontext/context.h"): "W3C trace context in HTTP/1 heads",
     ("protocols/http2", "protocols/tracecontext/context.h"): "W3C trace context in HTTP/2 headers",
+    # The database protocols: they implement the dispatch's WireClient, and record SQL rows the way the
+    # library hooks do (text normalized and masked, binds formatted, the same row fields).
+    ("protocols/pg", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
+    ("protocols/mysql", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
+    ("protocols/pg", "protocols/sql"): "SQL text, binds and rows as the library hooks record them",
+    ("protocols/mysql", "protocols/sql"): "SQL text, binds and rows as the library hooks record them",
 }
 # Known edges against the arrows, each with its reason; the list only shrinks (empty now).
 EXCEPTIONS = {}
@@ -54,7 +60,7 @@ def allowed(src, dst):
     src_layer, dst_layer = layer_of(src), layer_of(dst)
     if src_layer == dst_layer or dst in BASE:
         return True
-    if (src, dst) in EXCEPTIONS or (src_layer, dst) in SEAMS:
+    if (src, dst) in EXCEPTIONS or (src_layer, dst) in SEAMS or (src_layer, dst_layer) in SEAMS:
         return True
     rules = ALLOWED.get(src_layer) or (ALLOWED["protocols"] if src_layer.startswith("protocols/") else set())
     if src_layer.startswith("protocols/") and src_layer != "protocols/dispatch":

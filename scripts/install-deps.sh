@@ -37,6 +37,9 @@ TEST_PKGS=(
   python3-h2                      # HTTP/2 server and client that do Upgrade: h2c, and python3-hpack (tests/e2e/test_rpc_h2c_upgrade.py, test_rpc_h2_tls_retry.py)
   prometheus                      # collect --metrics-listen: tests/e2e/test_metrics_prometheus.py scrapes with it; promtool checks the rules
   lintian systemd                 # packaging tests: lintian on the .debs, systemd-analyze verify on the units
+  # Database drivers that speak the wire protocol themselves (tests/e2e/test_wire_*.py; node's pg and
+  # mysql2 come from npm: tests/e2e/drivers)
+  python3-asyncpg libpostgresql-jdbc-java libmariadb-java php8.2-cli php8.2-mysql
 )
 
 WITH_TESTS=0
@@ -71,14 +74,25 @@ fi
 # OpenTelemetry definitions: the generated protobuf root of @opentelemetry/otlp-transformer, at the
 # version (and dependencies) pinned by tests/e2e/otlp/package-lock.json. npm ci into that folder when
 # what is there is not that version.
-OTLP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/e2e/otlp"
-want=$(sed -n 's/.*"@opentelemetry\/otlp-transformer": "\(.*\)".*/\1/p' "$OTLP_DIR/package.json")
-have=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$OTLP_DIR/node_modules/@opentelemetry/otlp-transformer/package.json" 2>/dev/null || true)
-if [ "$want" != "$have" ]; then
+# The Node.js database drivers of the wire-protocol tests (tests/e2e/drivers: pg, mysql2) likewise, at
+# the versions tests/e2e/drivers/package-lock.json pins.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+npm_tree() {  # folder, package whose installed version tells whether the tree is the pinned one
+  local dir="$ROOT/$1" pkg="$2"
+  if node -e '
+    const [dir, pkg] = process.argv.slice(1);
+    const want = require(dir + "/package.json").dependencies[pkg];
+    let have = null;
+    try { have = require(dir + "/node_modules/" + pkg + "/package.json").version; } catch {}
+    process.exit(have === want ? 0 : 1);' "$dir" "$pkg" 2>/dev/null; then
+    return 0
+  fi
   if ! command -v npm >/dev/null; then  # NodeSource's nodejs brings npm; Debian's has it apart
     SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
   fi
-  echo "install-deps: npm ci in tests/e2e/otlp (@opentelemetry/otlp-transformer $want)"
-  (cd "$OTLP_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
-fi
+  echo "install-deps: npm ci in $1 ($pkg)"
+  (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
+}
+npm_tree tests/e2e/otlp @opentelemetry/otlp-transformer
+npm_tree tests/e2e/drivers pg

@@ -39,6 +39,10 @@ struct Counters {
   std::atomic<uint64_t> steps_summarized{0};
   std::atomic<uint64_t> internal_errors{0};
   std::atomic<uint64_t> sampled_out{0};  // head sampling: counted, not sent (no loss; transport/sampler.h)
+  // Connections whose protocol stream a wire parser (protocols/pg, protocols/mysql…) stopped following:
+  // bytes it did not understand, TLS it cannot see inside, a message past its bounds. Their statements
+  // are not rows from then on; the socket stays a socket.
+  std::atomic<uint64_t> streams_unparsed{0};
   DropStamps stamps[kDropReasons];
 
   std::atomic<uint64_t>& dropped(DropReason r) {
@@ -65,6 +69,7 @@ struct Counters {
     steps_summarized = 0;
     internal_errors = 0;
     sampled_out = 0;
+    streams_unparsed = 0;
     for (auto& s : stamps) {
       s.first_ns = 0;
       s.last_ns = 0;

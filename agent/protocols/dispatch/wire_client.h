@@ -1,0 +1,68 @@
+// The seam between the outbound dispatch (http_out.cpp) and the parsers of request/response protocols
+// that are not HTTP — PostgreSQL (protocols/pg), MySQL/MariaDB (protocols/mysql), and the caches after
+// them. The dispatch recognises such a connection by its first bytes (the client's first write, or the
+// server's greeting when the server speaks first), makes the protocol's WireClient for it and feeds it
+// every byte the program wrote and read, in order, unchanged and split wherever the program's calls split
+// them. A client never writes to the socket and never changes a byte; it keeps what it needs of the
+// stream in bounded buffers, and when it meets bytes it does not understand it counts that once and
+// says stopped(): the dispatch lets the connection go (its reads and writes only count bytes from then).
+//
+// Calls into a client are serialised by the dispatch (the connection's HoldFlag): a driver may write a
+// statement on one thread and read its reply on another (JDBC pools, the JDK's selector threads).
+//
+// One source per statement: a connection opened or used inside a hooked client library (libpq,
+// libmariadb: HookFamily::sql on the thread) gets no WireClient — the library hooks already record its
+// statements with typed binds — and a WireClient whose connection turns out to be driven by such a
+// library is ended without rows (see http_out.cpp, `library`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/attribution.h"
+#include "core/fd_table.h"
+
+namespace txray {
+
+// What a protocol client is told of its connection when it is made.
+struct WireEnv {
+  FdSlot* slot = nullptr;    // the socket's byte counters (bytes_read / bytes_written), for rows' bytes
+  const char* peer = "";     // "addr:port" ("[v6]:port") of the server
+  // Who the next statement written on the connection belongs to when that is known apart from the
+  // writing thread (the request that connected it; a runtime's `O` hint or hint board): pass it to
+  // wire::statement_tx() when a statement starts. Lives as long as the client.
+  ReqRef* owner = nullptr;
+};
+
+class WireClient {
+ public:
+  virtual ~WireClient() = default;
+  // The program's bytes as they went out / came in (n > 0), in stream order.
+  virtual void on_sent(const char* p, size_t n) = 0;
+  virtual void on_received(const char* p, size_t n) = 0;
+  // The connection ended (the server closed it, or the program closes it): rows still open are closed,
+  // with `why` as their error when it is not empty. The client may be reset() for the slot's next
+  // connection afterwards.
+  virtual void on_end(std::string_view why) = 0;
+  // True once the client gave up following the stream (it counted why: counters().streams_unparsed):
+  // no more bytes are fed to it.
+  virtual bool stopped() const = 0;
+  // True once client and server agreed to switch to TLS (PostgreSQL's SSLRequest answered 'S', MySQL's
+  // SSL request packet): from the next byte the socket carries TLS records, which the dispatch no longer
+  // feeds; the plaintext comes through the OpenSSL hooks instead when the program uses libssl on this
+  // socket (the same on_sent / on_received, same order). A runtime with its own TLS (the JVM's JSSE) never
+  // feeds it: the connection stays a socket, counted once by the dispatch.
+  virtual bool tls_started() const { return false; }
+};
+
+namespace wire {
+
+// The transaction a statement (or command) starting now on a connection belongs to: the owner when one
+// is named (an owner names one statement: it is consumed), and nobody's when that request is over
+// (never the writing thread's guess on an event loop); else the calling thread's (rec::current(): the
+// unattributed container when the agent cannot tell). nullptr: record nothing.
+Transaction* statement_tx(ReqRef& owner);
+
+}  // namespace wire
+}  // namespace txray

@@ -1,0 +1,54 @@
+// One SQL row recorded by a wire protocol parser (protocols/pg, protocols/mysql) rather than a library
+// hook: the same fields, attributes and totals as the libpq and libmariadb hooks' rows, so a statement
+// reads the same whichever way it was seen.
+//
+// A row is opened when the statement's first message is written and closed when the reply that
+// completes it is read — often on another thread or in another event-loop turn than the request's own,
+// which is why every call here checks rec::usable() first and does nothing with a ref that is not (a
+// request that ended meanwhile: its rows were closed when it ended).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/fd_table.h"
+#include "core/recorder.h"
+#include "core/shared_text.h"
+
+namespace txray::sql {
+
+// A statement's text as TXRAY_SQL says (sql_normalizer.h) and its fingerprint: computed once per
+// prepared statement (or per simple query) and shared by the rows of its executions.
+struct StatementText {
+  SharedText text;
+  uint64_t fingerprint = 0;
+};
+StatementText statement_text(std::string_view sql);
+
+struct WireRow {
+  StepRef step;
+  uint64_t read0 = 0, written0 = 0;  // the socket's counters when the row opened
+  int64_t rows = -1;                 // rows returned (DataRow / result-set rows); -1: none seen
+  int64_t changes = -1;              // rows an INSERT/UPDATE/DELETE/COPY… changed; -1: not such a statement
+  bool failed = false;
+  explicit operator bool() const { return bool(step); }
+};
+
+// Opens r in tx (nothing when tx is null): text, fingerprint, attribute "params" when `params` is not
+// empty (already formatted and masked: sql_binds.h), the socket's byte counters as they are now.
+void open_row(WireRow& r, Transaction* tx, const StatementText& t, std::string_view params, const FdSlot* slot);
+
+// rows / changes add up over the statement's results.
+void add_rows(WireRow& r, int64_t n);
+void add_changes(WireRow& r, int64_t n);
+
+// The server refused the statement: error "<severity> <sqlstate>: <message>", attribute "sqlstate", and the
+// transaction marked failed (the first error of a row only).
+void fail_row(WireRow& r, std::string_view severity, std::string_view sqlstate, std::string_view message);
+
+// Closes r: rows, changes, the bytes read and written on the socket since it opened, the elapsed time
+// into the transaction's SQL totals. `error` (when not empty and no server error was set) says why the
+// row ended early ("connection closed"). r is empty afterwards.
+void close_row(WireRow& r, const FdSlot* slot, std::string_view error = {});
+
+}  // namespace txray::sql
