@@ -1,0 +1,536 @@
+#include "protocols/pg/pg_conn.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/counters.h"
+#include "core/recorder.h"
+#include "protocols/sql/sql_binds.h"
+#include "protocols/sql/sql_config.h"
+
+namespace txray::pg {
+
+namespace {
+constexpr std::string_view kNotFollowed = "wire protocol not followed";
+constexpr std::string_view kSkipped = "not run: an earlier statement failed";
+}  // namespace
+
+PgConn::PgConn(const WireEnv& env, TxSource tx_of) : env_(env), tx_of_(tx_of) {
+  front_.expect_untyped(true);
+  if (!env_.peer) env_.peer = "";
+}
+
+PgConn::~PgConn() { close_all("connection closed"); }
+
+// --- feeding -----------------------------------------------------------------------------------------
+
+void PgConn::on_sent(const char* p, size_t n) {
+  if (stopped_ || !p || n == 0) return;
+  if (!front_.feed(p, n, [this](const Message& m) { return on_front(m); }) && !stopped_) stop();
+}
+
+void PgConn::on_received(const char* p, size_t n) {
+  if (stopped_ || !p || n == 0) return;
+  if (!back_.feed(p, n, [this](const Message& m) { return on_back(m); }) && !stopped_) stop();
+}
+
+void PgConn::on_end(std::string_view why) { close_all(why); }
+
+bool PgConn::stop() {
+  if (stopped_) return false;
+  stopped_ = true;
+  counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
+  close_all(kNotFollowed);
+  stmts_.clear();
+  order_.clear();
+  portals_.clear();
+  return false;
+}
+
+// --- rows --------------------------------------------------------------------------------------------
+
+Transaction* PgConn::next_tx() { return tx_of_ ? tx_of_(env_.owner ? *env_.owner : no_owner_) : nullptr; }
+
+int PgConn::open(Transaction* tx, const sql::StatementText& t, std::string_view params) {
+  if (!tx) return -1;
+  int idx;
+  if (!free_rows_.empty()) {
+    idx = free_rows_.back();
+    free_rows_.pop_back();
+  } else {
+    if (rows_.size() >= kMaxRows) return -1;
+    rows_.emplace_back();
+    idx = int(rows_.size() - 1);
+  }
+  Row& r = rows_[size_t(idx)];
+  r.data_rows = 0;
+  r.notices = 0;
+  r.gen = next_gen_++;
+  r.used = true;
+  sql::open_row(r.w, tx, t, params, env_.slot);
+  if (!r.w) {
+    r.used = false;
+    free_rows_.push_back(idx);
+    return -1;
+  }
+  return idx;
+}
+
+PgConn::Row* PgConn::row_of(int idx, uint32_t gen) {
+  if (idx < 0 || size_t(idx) >= rows_.size()) return nullptr;
+  Row& r = rows_[size_t(idx)];
+  return r.used && r.gen == gen ? &r : nullptr;
+}
+
+void PgConn::close_row(int idx, uint32_t gen, std::string_view error) {
+  Row* r = row_of(idx, gen);
+  if (!r) return;
+  if (rec::usable(r->w.step)) {
+    if (r->notices) rec::add_attr(r->w.step, "notices", std::to_string(r->notices));
+    if (notifications_unreported_) {
+      rec::add_attr(r->w.step, "notifications", std::to_string(notifications_unreported_));
+      notifications_unreported_ = 0;
+    }
+  }
+  sql::close_row(r->w, env_.slot, error);
+  r->used = false;
+  free_rows_.push_back(idx);
+  if (unit_.row == idx && unit_.gen == gen) unit_ = Unit{};
+}
+
+void PgConn::close_all(std::string_view error) {
+  if (connecting_) {
+    connecting_ = false;
+    if (!error.empty() && rec::usable(connect_)) {
+      rec::set_error(connect_, error);
+      rec::mark_failed(connect_.tx, error);
+    }
+    if (rec::usable(connect_)) rec::close(connect_);
+    connect_ = StepRef{};
+  }
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i].used) close_row(int(i), rows_[i].gen, error);
+  ops_.clear();
+  unit_ = Unit{};
+  skipping_ = false;
+}
+
+// The statement being built gets no Execute: a Parse alone is a prepare (closed at its ParseComplete), a
+// Bind alone closes at its BindComplete — or now, when that reply was read already.
+void PgConn::finish_unit() {
+  if (unit_.row < 0) return;
+  Unit u = unit_;
+  unit_ = Unit{};
+  Row* r = row_of(u.row, u.gen);
+  if (!r) return;
+  if (!u.bound) {
+    std::string head = "PREPARE " + (u.stmt.empty() ? std::string("\"\"") : u.stmt) + " AS ";
+    auto it = stmts_.find(u.stmt);
+    if (it != stmts_.end() && rec::usable(r->w.step)) {
+      sql::StatementText t = sql::statement_text(head + std::string(it->second.text.text.view()));
+      rec::set_text(r->w.step, t.text);
+      rec::set_fingerprint(r->w.step, t.fingerprint);
+    }
+  }
+  if (u.last_seq >= head_seq_ && u.last_seq - head_seq_ < ops_.size()) ops_[size_t(u.last_seq - head_seq_)].closes = true;
+  else close_row(u.row, u.gen);
+}
+
+PgConn::Op PgConn::named_op(OpKind k, std::string_view name) {
+  Op op(k);
+  op.name.assign(name);
+  return op;
+}
+
+bool PgConn::push(Op&& op) {
+  if (ops_.size() >= kMaxPending) return stop();
+  ops_.push_back(std::move(op));
+  return true;
+}
+
+void PgConn::pop() {
+  ops_.pop_front();
+  ++head_seq_;
+}
+
+// --- statements --------------------------------------------------------------------------------------
+
+void PgConn::put_statement(std::string_view name, sql::StatementText t, std::vector<uint32_t> oids) {
+  auto it = stmts_.find(std::string(name));
+  if (it != stmts_.end()) {
+    it->second = Stmt{std::move(t), std::move(oids)};
+    return;
+  }
+  if (!name.empty()) {
+    while (stmts_.size() - stmts_.count(std::string()) >= kMaxStatements && !order_.empty()) {
+      auto old = stmts_.find(order_.front());
+      order_.pop_front();
+      if (old != stmts_.end() && !old->first.empty()) {
+        stmts_.erase(old);
+        ++evicted_;
+      }
+    }
+    if (order_.size() > 2 * kMaxStatements) {  // names closed meanwhile: keep the ones still present
+      std::deque<std::string> keep;
+      for (auto& n : order_)
+        if (stmts_.count(n)) keep.push_back(std::move(n));
+      order_.swap(keep);
+    }
+    order_.emplace_back(name);
+  }
+  stmts_.emplace(std::string(name), Stmt{std::move(t), std::move(oids)});
+}
+
+// The "params" attribute: format_pg_params' format (sql_binds.h), with binary values of known types
+// decoded to their text in raw mode.
+std::string PgConn::format_params(const BindMsg& b, const std::vector<uint32_t>* oids) const {
+  const sql::Settings& cfg = sql::settings();
+  std::string out;
+  if (cfg.mode == sql::TextMode::off || b.total <= 0) return out;
+  bool raw = cfg.mode == sql::TextMode::raw;
+  std::string t;
+  for (size_t i = 0; i < b.params.size() && i < size_t(sql::BindList::kMaxRecorded); ++i) {
+    const BindParam& p = b.params[i];
+    if (i) out += ", ";
+    if (p.null) {
+      out += raw ? "NULL" : "null";
+    } else if (!raw) {
+      out += p.binary ? "binary" : "text";
+    } else if (!p.binary) {
+      out += sql::quote_value(p.value, cfg.max_bind);
+    } else {
+      uint32_t oid = oids && i < oids->size() ? (*oids)[i] : 0;
+      t.clear();
+      if (!p.cut && oid && binary_to_text(oid, p.value, &t)) out += oid == 17 ? t : sql::quote_value(t, cfg.max_bind);
+      else out += "binary(" + std::to_string(p.length) + ")";
+    }
+  }
+  if (b.total > sql::BindList::kMaxRecorded || size_t(b.total) > b.params.size()) out += ", ...";
+  return out;
+}
+
+// --- frontend ----------------------------------------------------------------------------------------
+
+bool PgConn::on_front(const Message& m) {
+  if (m.type == 0) return startup(m);
+  if (skipping_ && m.type != 'S' && m.type != 'Q') {
+    // The server ignores what follows an error until the Sync; a Parse or Close it ignores changes
+    // nothing either.
+    return true;
+  }
+  switch (m.type) {
+    case 'Q': skipping_ = false; return query(m);
+    case 'P': return parse(m);
+    case 'B': return bind(m);
+    case 'E': return execute(m);
+    case 'D': {
+      Reader r{m.body};
+      uint8_t kind = r.u8();
+      std::string_view name = r.cstr();
+      if (!r.ok && !m.cut()) return stop();
+      if (kind == 'S') return push(named_op(OpKind::describe_stmt, name));
+      if (kind == 'P') return push(Op(OpKind::describe_portal));
+      return stop();
+    }
+    case 'C': {
+      Reader r{m.body};
+      uint8_t kind = r.u8();
+      std::string name(r.cstr());
+      if (!r.ok && !m.cut()) return stop();
+      if (kind == 'S') {
+        auto it = stmts_.find(name);
+        if (it != stmts_.end()) stmts_.erase(it);
+      } else if (kind == 'P') {
+        portals_.erase(name);
+      } else {
+        return stop();
+      }
+      return push(Op(OpKind::close));
+    }
+    case 'S':
+      finish_unit();
+      skipping_ = false;
+      return push(Op(OpKind::sync));
+    case 'F':
+      return push(Op(OpKind::fcall));
+    default:  // Flush, Terminate, PasswordMessage/SASL, CopyData/CopyDone/CopyFail: nothing is owed
+      return true;
+  }
+}
+
+bool PgConn::startup(const Message& m) {
+  if (m.body.size() < 4) return stop();
+  uint32_t code = be32(m.body.data());
+  if (code == kSslRequest || code == kGssEncRequest) {
+    if (m.length != 4) return stop();
+    back_.expect_answer_byte(true);
+    awaiting_answer_ = true;
+    return true;
+  }
+  if (code != kProtocol3 || m.cut()) return stop();
+  Startup s = parse_startup(m.body);
+  front_.expect_untyped(false);
+  std::string_view peer = env_.peer;
+  db_label_ = "postgresql://" + s.user + "@" + std::string(peer) + "/" + s.database;
+  Transaction* tx = next_tx();
+  if (!tx) return true;
+  connect_ = rec::open(tx, StepKind::DB_CONNECT);
+  if (!connect_) return true;
+  connecting_ = true;
+  size_t colon = peer.rfind(':');
+  std::string_view host = colon == std::string_view::npos ? peer : peer.substr(0, colon);
+  std::string_view port = colon == std::string_view::npos ? std::string_view() : peer.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  rec::set_text(connect_, db_label_);
+  rec::add_attr(connect_, "database", s.database);
+  rec::add_attr(connect_, "host", host);
+  rec::add_attr(connect_, "port", port);
+  rec::add_attr(connect_, "user", s.user);
+  return true;
+}
+
+bool PgConn::parse(const Message& m) {
+  ParseMsg& pm = parse_scratch_;
+  if (!parse_parse(m.body, &pm) && !m.cut()) return stop();
+  finish_unit();
+  sql::StatementText t = sql::statement_text(pm.query);
+  Op op(OpKind::parse);
+  Transaction* tx = next_tx();
+  int row = open(tx, t, {});
+  put_statement(pm.name, std::move(t), std::move(pm.oids));
+  pm.oids = {};
+  if (row >= 0) {
+    unit_ = Unit(row, rows_[size_t(row)].gen, pm.name);
+    op.row = row;
+    op.gen = unit_.gen;
+    unit_.last_seq = head_seq_ + ops_.size();
+  }
+  return push(std::move(op));
+}
+
+bool PgConn::bind(const Message& m) {
+  BindMsg& b = bind_scratch_;
+  if (!parse_bind(m.body, &b) && !m.cut()) return stop();
+  auto it = stmts_.find(std::string(b.statement));
+  const Stmt* st = it == stmts_.end() ? nullptr : &it->second;
+  std::string params = format_params(b, st ? &st->oids : nullptr);
+  sql::StatementText text =
+      st ? st->text : sql::statement_text("EXECUTE " + (b.statement.empty() ? std::string("\"\"") : std::string(b.statement)));
+  Op op(OpKind::bind);
+  Row* r = row_of(unit_.row, unit_.gen);
+  if (r && !unit_.bound && unit_.stmt == b.statement) {
+    if (!params.empty() && rec::usable(r->w.step)) rec::add_attr(r->w.step, "params", params);
+  } else {
+    finish_unit();
+    int row = open(next_tx(), text, params);
+    if (row >= 0) unit_ = Unit(row, rows_[size_t(row)].gen, b.statement);
+  }
+  if (unit_.row >= 0) {
+    unit_.bound = true;
+    unit_.portal.assign(b.portal);
+    unit_.last_seq = head_seq_ + ops_.size();
+    op.row = unit_.row;
+    op.gen = unit_.gen;
+  }
+  if (portals_.size() >= kMaxPortals && !portals_.count(std::string(b.portal))) portals_.clear();
+  portals_[std::string(b.portal)] = std::move(text);
+  return push(std::move(op));
+}
+
+bool PgConn::execute(const Message& m) {
+  Reader rd{m.body};
+  std::string_view portal = rd.cstr();
+  if (!rd.ok) return stop();
+  Op op(OpKind::execute, true);
+  if (unit_.row >= 0 && unit_.bound && unit_.portal == portal) {
+    op.row = unit_.row;
+    op.gen = unit_.gen;
+    unit_ = Unit{};
+  } else {
+    finish_unit();
+    auto it = portals_.find(std::string(portal));
+    sql::StatementText t = it != portals_.end() ? it->second : sql::statement_text("EXECUTE");
+    op.row = open(next_tx(), t, {});
+    if (op.row >= 0) op.gen = rows_[size_t(op.row)].gen;
+  }
+  return push(std::move(op));
+}
+
+bool PgConn::query(const Message& m) {
+  finish_unit();
+  std::string_view q = m.body.substr(0, m.body.find('\0'));
+  std::vector<std::string_view> pieces = split_statements(q);
+  Op op(OpKind::query, true);
+  sql::StatementText first = sql::statement_text(pieces.empty() ? q : pieces[0]);
+  for (size_t i = 1; i < pieces.size(); ++i) op.more.push_back(sql::statement_text(pieces[i]));
+  op.row = open(next_tx(), first, {});
+  if (op.row >= 0) op.gen = rows_[size_t(op.row)].gen;
+  return push(std::move(op));
+}
+
+// --- backend -----------------------------------------------------------------------------------------
+
+bool PgConn::on_back(const Message& m) {
+  if (awaiting_answer_) {
+    awaiting_answer_ = false;
+    // The one byte that answers SSLRequest / GSSENCRequest (the framer hands it over as a message of no
+    // length): 'S'/'G' the socket carries TLS / GSS records from now, 'N' the StartupMessage follows in
+    // the clear. A server too old for the request answers with an ErrorResponse (a real message).
+    if (m.type == 'S' || m.type == 'G') return tls_ = true;
+    if (m.type == 'N') return true;
+    if (m.type != 'E') return stop();
+  }
+  Op* f = front();
+  switch (m.type) {
+    case 'S': case 'R': case 'K': case 'v': case 'd': case 'c':  // ParameterStatus, Authentication…
+      return true;
+    case 'N':
+      ++notices_;
+      if (f)
+        if (Row* r = row_of(f->row, f->gen)) ++r->notices;
+      return true;
+    case 'G': case 'H': case 'W':  // CopyIn/CopyOut/CopyBoth: the COPY's row lasts until its CommandComplete
+      if (!f || (f->kind != OpKind::execute && f->kind != OpKind::query)) return stop();
+      return true;
+    case 'A':
+      ++notifications_;
+      ++notifications_unreported_;
+      return true;
+    case 'E':
+      return error(m);
+    case 'Z':
+      return ready();
+    case '1':
+      if (!f || f->kind != OpKind::parse) return stop();
+      if (f->closes) close_row(f->row, f->gen);
+      pop();
+      return true;
+    case '2':
+      if (!f || f->kind != OpKind::bind) return stop();
+      if (f->closes) close_row(f->row, f->gen);
+      pop();
+      return true;
+    case '3':
+      if (!f || f->kind != OpKind::close) return stop();
+      pop();
+      return true;
+    case 't': {
+      if (!f || f->kind != OpKind::describe_stmt) return stop();
+      auto it = stmts_.find(f->name);
+      if (it != stmts_.end() && !m.cut()) {
+        Reader r{m.body};
+        int n = r.i16();
+        std::vector<uint32_t> oids;
+        for (int i = 0; i < n && r.ok; ++i) oids.push_back(uint32_t(r.i32()));
+        if (r.ok) it->second.oids = std::move(oids);
+      }
+      return true;
+    }
+    case 'T': case 'n':
+      if (f && (f->kind == OpKind::describe_stmt || f->kind == OpKind::describe_portal)) {
+        pop();
+        return true;
+      }
+      if (m.type == 'T' && f && (f->kind == OpKind::execute || f->kind == OpKind::query)) return true;
+      return stop();
+    case 'D':
+      if (!f || (f->kind != OpKind::execute && f->kind != OpKind::query)) return stop();
+      if (Row* r = row_of(f->row, f->gen)) ++r->data_rows;
+      return true;
+    case 'C': case 'I':
+      return complete(m, false);
+    case 's':
+      return complete(m, true);
+    case 'V':
+      if (!f || f->kind != OpKind::fcall) return stop();
+      pop();
+      return true;
+    default:
+      return stop();
+  }
+}
+
+bool PgConn::complete(const Message& m, bool suspended) {
+  Op* f = front();
+  if (!f || (f->kind != OpKind::execute && f->kind != OpKind::query)) return stop();
+  if (suspended && f->kind != OpKind::execute) return stop();
+  if (Row* r = row_of(f->row, f->gen)) {
+    sql::add_rows(r->w, r->data_rows);
+    r->data_rows = 0;
+    if (m.type == 'C') {
+      Tag t = parse_tag(m.body);
+      if (t.write && t.count >= 0) sql::add_changes(r->w, t.count);
+    }
+  }
+  if (f->kind == OpKind::execute) {
+    close_row(f->row, f->gen);
+    pop();
+    return true;
+  }
+  // A simple Query: its next statement starts now, in the transaction of the one before.
+  if (f->next >= f->more.size()) return true;  // more results than statements: they add to the last row
+  Row* r = row_of(f->row, f->gen);
+  Transaction* tx = r && rec::usable(r->w.step) ? r->w.step.tx : nullptr;
+  close_row(f->row, f->gen);
+  sql::StatementText t = std::move(f->more[f->next++]);
+  f->row = open(tx, t, {});
+  f->gen = f->row >= 0 ? rows_[size_t(f->row)].gen : 0;
+  return true;
+}
+
+bool PgConn::error(const Message& m) {
+  ServerError e = parse_error(m.body);
+  if (connecting_) {
+    connecting_ = false;
+    if (rec::usable(connect_)) {
+      std::string text = std::string(e.severity.empty() ? "FATAL" : e.severity) + " " +
+                         std::string(e.sqlstate.empty() ? "?????" : e.sqlstate) + ": " + std::string(e.message);
+      rec::set_error(connect_, text);
+      rec::add_attr(connect_, "sqlstate", e.sqlstate.empty() ? std::string_view("?????") : e.sqlstate);
+      rec::mark_failed(connect_.tx, text);
+      rec::close(connect_);
+    }
+    connect_ = StepRef{};
+    return true;
+  }
+  Op* f = front();
+  if (!f || f->kind == OpKind::sync) return true;  // a FATAL at shutdown, or a failed implicit COMMIT
+  if (Row* r = row_of(f->row, f->gen)) sql::fail_row(r->w, e.severity, e.sqlstate, e.message);
+  close_row(f->row, f->gen);
+  f->row = -1;
+  if (f->kind == OpKind::query) {  // the rest of the Query string is not run; ReadyForQuery follows
+    f->more.clear();
+    return true;
+  }
+  // Extended protocol: the server skips to the Sync.
+  pop();
+  while (!ops_.empty() && ops_.front().kind != OpKind::sync) {
+    Op& o = ops_.front();
+    close_row(o.row, o.gen, kSkipped);
+    pop();
+  }
+  if (ops_.empty()) {
+    skipping_ = true;
+    if (unit_.row >= 0) close_row(unit_.row, unit_.gen, kSkipped);
+  }
+  return true;
+}
+
+bool PgConn::ready() {
+  if (connecting_) {
+    connecting_ = false;
+    if (rec::usable(connect_)) rec::close(connect_);
+    connect_ = StepRef{};
+  }
+  // What the server owed up to this Sync or Query and did not answer ends here.
+  while (!ops_.empty()) {
+    Op& o = ops_.front();
+    bool last = o.kind == OpKind::sync || o.kind == OpKind::query;
+    if (o.closes || last) close_row(o.row, o.gen);
+    pop();
+    if (last) break;
+  }
+  return true;
+}
+
+}  // namespace txray::pg
