@@ -245,6 +245,7 @@ bool encode_into(pb::Writer& w, const Identity& id, const Counters& c, uint64_t 
   w.u64(6, cpu::dropped_total());  // DropCounters.cpu_samples_dropped
   w.u64(9, cpu::perfdrain::lost_total());  // DropCounters.cpu_samples_lost
   w.u64(10, stacks::missed());             // DropCounters.stacks_missed
+  w.u64(11, c.streams_unparsed.load(std::memory_order_relaxed));  // DropCounters.streams_unparsed
   w.end(d);
   w.u64(3, seq);
   w.u64(4, clock::unix_ns());

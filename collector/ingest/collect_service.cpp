@@ -280,6 +280,8 @@ void print_status(const CollectStats& s, double secs, uint64_t prev_recv, uint64
   if (uint64_t n = s.agent_sampled_out.load(); n > 0) sampled = ", agents sampled out " + std::to_string(n);
   if (uint64_t n = s.agent_samples_lost.load(); n > 0) sampled += ", agents lost cpu samples " + std::to_string(n);
   if (uint64_t n = s.agent_stacks_missed.load(); n > 0) sampled += ", agents missed stacks " + std::to_string(n);
+  if (uint64_t n = s.agent_streams_unparsed.load(); n > 0)
+    sampled += ", agents stopped parsing " + std::to_string(n) + " connections";
   if (int64_t since = s.disk_full_since_ns.load(); since != 0)
     full = ", DISK FULL for " + std::to_string((unix_now_ns() - since) / 1000000000) + " s (storing again when space returns)";
   if (s.tap) full += s.tap->status();  // the OTLP export's counters
@@ -377,7 +379,7 @@ class Receiver {
       stats_.agent_sampled_out += d.sampled_out() - sampled;
       sampled = d.sampled_out();
     }
-    if (d.cpu_samples_lost() != 0 || d.stacks_missed() != 0) {
+    if (d.cpu_samples_lost() != 0 || d.stacks_missed() != 0 || d.streams_unparsed() != 0) {
       Losses& l = losses_[b.agent().instance_id()];
       if (d.cpu_samples_lost() > l.samples) {
         stats_.agent_samples_lost += d.cpu_samples_lost() - l.samples;
@@ -386,6 +388,10 @@ class Receiver {
       if (d.stacks_missed() > l.stacks) {
         stats_.agent_stacks_missed += d.stacks_missed() - l.stacks;
         l.stacks = d.stacks_missed();
+      }
+      if (d.streams_unparsed() > l.streams) {
+        stats_.agent_streams_unparsed += d.streams_unparsed() - l.streams;
+        l.streams = d.streams_unparsed();
       }
     }
   }
@@ -396,7 +402,7 @@ class Receiver {
   std::unordered_map<uint64_t, uint64_t> drops_;
   std::unordered_map<uint64_t, uint64_t> sampled_;  // instance -> its latest sampled_out counter
   struct Losses {
-    uint64_t samples = 0, stacks = 0;
+    uint64_t samples = 0, stacks = 0, streams = 0;
   };
   std::unordered_map<uint64_t, Losses> losses_;  // instance -> its latest cpu_samples_lost, stacks_missed
   uint64_t rejected_logged_ = 0;

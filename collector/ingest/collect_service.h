@@ -59,6 +59,7 @@ struct CollectStats {
   std::atomic<uint64_t> shed_tx{0};          // received but only counted (load shedding: shed_counts)
   std::atomic<uint64_t> agent_sampled_out{0};  // sum of the agents' latest sampled_out counters (head sampling)
   std::atomic<uint64_t> agent_samples_lost{0};   // … of their cpu_samples_lost (CPU samples, not transactions)
+  std::atomic<uint64_t> agent_streams_unparsed{0};  // … of their streams_unparsed (wire protocols not followed)
   std::atomic<uint64_t> agent_stacks_missed{0};  // … of their stacks_missed (stacks wanted, not taken)
   std::atomic<uint32_t> shed_share_pct{0};   // the share of sheddable transactions shed at the last batch
 };

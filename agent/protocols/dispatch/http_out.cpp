@@ -16,6 +16,10 @@
 #include "protocols/http2/h2_conn.h"
 #include "protocols/http2/h2_inject.h"
 #include "protocols/http1/http_client.h"
+#include "protocols/dispatch/wire_client.h"
+#include "protocols/fastcgi/fastcgi_client.h"
+#include "protocols/mysql/mysql_client.h"
+#include "protocols/pg/pg_client.h"
 #include "hints/hint_board.h"
 #include "core/hold.h"
 #include "protocols/http1/http_inject.h"
@@ -48,7 +52,18 @@ struct HttpClientConn {
   H2State* h2 = nullptr;
   bool h2_active = false;
   bool fresh = true;  // nothing written since the connect
-  ~HttpClientConn() { delete h2; }
+  bool heard = false;  // something was read since the connect
+  // A database (or other request/response) protocol recognised by its first bytes (wire_client.h): it
+  // follows the connection instead of the HTTP trackers. Made for each such connection.
+  WireClient* wire = nullptr;
+  bool wire_active = false;
+  // The connection is driven by a hooked client library (libpq, libmariadb): its statements are the
+  // library hooks' rows, so no wire parser follows it (one source per statement).
+  bool library = false;
+  ~HttpClientConn() {
+    delete h2;
+    delete wire;
+  }
 };
 
 namespace http_out {
@@ -96,14 +111,125 @@ bool live(const StepRef& s) { return rec::usable(s); }
 // A connection found not to be HTTP, with nothing of an inserted header pending, is let go: the hooks
 // stop calling in here for it (has_client()) until the slot's next connect. Called holding its Busy.
 void let_go_if_not_http(FdSlot* s, HttpClientConn* c) {
-  if (!c->h2_active && c->tracker.opaque() && !c->inj.has_pending())
+  if (!c->h2_active && !c->wire_active && c->tracker.opaque() && !c->inj.has_pending())
     s->http_live.store(false, std::memory_order_relaxed);
 }
 
 // The slot's connection when it may still carry HTTP requests, else nullptr.
 HttpClientConn* http_conn(FdSlot* s) {
   HttpClientConn* c = s->client.load(std::memory_order_acquire);
-  return (c && (!c->tracker.opaque() || c->h2_active)) ? c : nullptr;
+  return (c && (!c->tracker.opaque() || c->h2_active || c->wire_active)) ? c : nullptr;
+}
+
+// True while a hooked SQL client library (libpq, libmariadb) runs on this thread.
+bool inside_sql_library() {
+  return hooks::t_in_family & (1u << static_cast<unsigned>(HookFamily::sql));
+}
+
+// The connection's wire client ends (its open rows close, with `why` as their error when not empty).
+void end_wire(HttpClientConn* c, std::string_view why) {
+  if (c->wire && c->wire_active) c->wire->on_end(why);
+  delete c->wire;
+  c->wire = nullptr;
+  c->wire_active = false;
+}
+
+// A wire client follows the connection from now on (nothing when it could not be made).
+void start_wire(HttpClientConn* c, WireClient* w) {
+  end_wire(c, {});
+  if (!w) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  c->wire = w;
+  c->wire_active = true;
+  c->tracker.make_opaque();  // not HTTP: the HTTP tracker is done with it
+}
+
+WireEnv wire_env(FdSlot* s, HttpClientConn* c) { return WireEnv{s, c->sink.peer, &c->sink.owner}; }
+
+// After bytes were fed: a client that gave up, or whose connection switched to TLS it is not fed the
+// plaintext of, is let go (its socket stays a socket).
+void check_wire(FdSlot* s, HttpClientConn* c) {
+  if (!c->wire_active) return;
+  if (c->wire->stopped()) {
+    end_wire(c, {});
+  } else if (c->wire->tls_started()) {
+    // The plaintext of TLS is seen only through libssl's hooks, which do not feed wire clients yet.
+    counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
+    end_wire(c, {});
+  } else {
+    return;
+  }
+  let_go_if_not_http(s, c);
+}
+
+// The program's bytes on a wire connection. A write or read made inside a hooked SQL library means the
+// library drives it after all (a libpq connection opened with PQconnectStart, which is not hooked): the
+// wire client ends and the library's hooks are the statements' only source.
+void wire_sent(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
+  if (inside_sql_library()) {
+    c->library = true;
+    end_wire(c, {});
+    let_go_if_not_http(s, c);
+    return;
+  }
+  for (int i = 0; i < cnt && n > 0 && c->wire_active; ++i) {
+    size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
+    if (take) c->wire->on_sent(static_cast<const char*>(iov[i].iov_base), take);
+    n -= take;
+    check_wire(s, c);
+  }
+}
+
+// A write on a wire connection whose client inserts into it (the trace context a FastCGI request
+// carries, wire_client.h: plan_write): the edits laid out, the kernel's count mapped back.
+bool wire_write_through(FdSlot* s, HttpClientConn* c, int fd, const iovec* iov, int cnt, WriteFn write_fn, void* ctx,
+                        ssize_t* result) {
+  constexpr int kMaxIov = 64;
+  if (inside_sql_library() || cnt > kMaxIov) return false;
+  int saved = errno;
+  iovec out[kMaxIov + WireClient::kWriteExtra];
+  int k = c->wire->plan_write(iov, cnt, out);
+  if (k == 0) {
+    errno = saved;
+    return false;
+  }
+  size_t total = 0;
+  for (int i = 0; i < cnt; ++i) total += iov[i].iov_len;
+  size_t mine;
+  for (;;) {
+    ssize_t r = write_fn(fd, out, k, ctx);
+    if (r < 0) {
+      *result = -1;  // none of the program's bytes went out; errno is the real call's
+      return true;
+    }
+    mine = c->wire->commit_write(static_cast<size_t>(r));
+    // Only pending bytes went out: write again (a blocking socket blocks, a non-blocking one says EAGAIN).
+    if (mine > 0 || total == 0 || r == 0) break;
+    k = c->wire->plan_write(iov, cnt, out);
+    if (k == 0) {  // nothing left to insert: the program's bytes as they are
+      std::copy(iov, iov + cnt, out);
+      k = cnt;
+    }
+  }
+  saved = errno;
+  s->add_written(mine);
+  wire_sent(s, c, iov, cnt, mine);
+  errno = saved;
+  *result = static_cast<ssize_t>(mine);
+  return true;
+}
+
+void wire_received(FdSlot* s, HttpClientConn* c, const char* p, size_t n) {
+  if (inside_sql_library()) {
+    c->library = true;
+    end_wire(c, {});
+    let_go_if_not_http(s, c);
+    return;
+  }
+  c->wire->on_received(p, n);
+  check_wire(s, c);
 }
 
 
@@ -145,8 +271,9 @@ void feed_sent(HttpClientConn* c, const iovec* iov, int cnt, size_t n, uint64_t 
   }
 }
 
-// The first bytes written on a connection decide whether it is HTTP/2 (the client preface).
-void classify(HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) {
+// The first bytes written on a connection decide whether it is HTTP/2 (the client preface), PostgreSQL
+// (a startup or SSL request) or HTTP/1.x (anything else, left to the tracker to accept or not).
+void classify(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) {
   if (!c->fresh) return;
   size_t n;
   const char* p = first_bytes(iov, cnt, &n);
@@ -158,6 +285,19 @@ void classify(HttpClientConn* c, const iovec* iov, int cnt, const char* scheme) 
     size_t take = std::min(iov[i].iov_len, sizeof head - k);
     memcpy(head + k, iov[i].iov_base, take);
     k += take;
+  }
+  if (c->wire_active || c->library) return;  // a server that spoke first (MySQL) chose already
+  if (inside_sql_library()) {
+    c->library = true;
+    return;
+  }
+  if (pg::looks_like_start(head, k)) {
+    start_wire(c, pg::make_client(wire_env(s, c)));
+    return;
+  }
+  if (fcgi::looks_like_request(head, k)) {
+    start_wire(c, fcgi::make_client(wire_env(s, c)));
+    return;
   }
   // "PRI " tells the preface from HTTP/1.x methods (POST, PUT, PATCH); a first write shorter than that
   // is taken as HTTP/1.x.
@@ -257,6 +397,12 @@ Transaction* call_tx(ReqRef& owner_ref, bool consume) {
   // thread-per-request thread can: its own request (a pooled connection opened by an earlier one).
   return attr::event_loop() ? unattr::container() : rec::current();
 }
+
+}  // namespace http_out
+
+Transaction* wire::statement_tx(ReqRef& owner) { return http_out::call_tx(owner, true); }
+
+namespace http_out {
 
 Transaction* h2_call_tx() {
   if (Transaction* p = tx::process_transaction()) return p;
@@ -367,6 +513,9 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   c->sink.owner = ReqRef{};
   if (c->h2_active) c->h2->client.on_end(c->h2->sink, "connection reused before the response ended");
   c->h2_active = false;
+  end_wire(c, "connection reused before the reply ended");
+  c->library = false;
+  c->heard = false;
   c->fresh = true;
   s->http_live.store(true, std::memory_order_relaxed);
   // IPv6 literals need brackets in a URL.
@@ -383,8 +532,9 @@ bool write_through(FdSlot* s, int fd, const iovec* iov, int cnt, WriteFn write_f
   // A runtime shim named the request this socket's next request belongs to (hint_board.h): the first
   // write after that is that request's head.
   if (ReqRef owner; hint::board::take(fd, &owner)) c->sink.owner = owner;
-  classify(c, iov, cnt, "http");
+  classify(s, c, iov, cnt, "http");
   if (c->h2_active) return h2_write_through(c, s, fd, iov, cnt, write_fn, ctx, result);
+  if (c->wire_active) return wire_write_through(s, c, fd, iov, cnt, write_fn, ctx, result);
   if (c->tracker.opaque() && !c->inj.has_pending()) {
     let_go_if_not_http(s, c);
     return false;
@@ -470,9 +620,14 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  classify(c, iov, cnt, "http");
+  classify(s, c, iov, cnt, "http");
   if (c->h2_active) {
     h2_feed_sent(c, iov, cnt, n);
+    errno = saved;
+    return;
+  }
+  if (c->wire_active) {
+    wire_sent(s, c, iov, cnt, n);
     errno = saved;
     return;
   }
@@ -493,6 +648,13 @@ void on_sent_opaque(FdSlot* s, uint64_t n) {
     errno = saved;
     return;
   }
+  if (c->wire_active) {  // bytes the parser cannot see: it cannot follow the stream any more
+    counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
+    end_wire(c, "wire protocol not followed (sendfile)");
+    let_go_if_not_http(s, c);
+    errno = saved;
+    return;
+  }
   c->tracker.on_sent_opaque(n, c->sink);
   let_go_if_not_http(s, c);
   errno = saved;
@@ -503,7 +665,16 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  if (c->h2_active) {
+  bool first = !c->heard;
+  c->heard = true;
+  // A server that speaks first: MySQL's greeting, read before the program wrote anything.
+  if (first && c->fresh && !c->wire_active && !c->h2_active && !c->library) {
+    if (inside_sql_library()) c->library = true;
+    else if (mysql::looks_like_greeting(p, n)) start_wire(c, mysql::make_client(wire_env(s, c)));
+  }
+  if (c->wire_active) {
+    wire_received(s, c, p, n);
+  } else if (c->h2_active) {
     c->h2->client.on_received(p, n, c->h2->sink);
   } else {
     size_t used = c->tracker.on_received(p, n, c->sink);
@@ -529,7 +700,8 @@ void on_eof(FdSlot* s) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  if (c->h2_active) c->h2->client.on_end(c->h2->sink, "connection closed by the server before the response ended");
+  if (c->wire_active) end_wire(c, "connection closed by the server before the reply ended");
+  else if (c->h2_active) c->h2->client.on_end(c->h2->sink, "connection closed by the server before the response ended");
   else c->tracker.on_end(c->sink);
   errno = saved;
 }
@@ -540,13 +712,18 @@ void on_close(FdSlot* s, int fd) {
   Busy b(c);
   if (!b) return;
   int saved = errno;
-  if (c->h2_active) {
+  if (c->wire_active) {
+    end_wire(c, "connection closed before the reply ended");
+  } else if (c->h2_active) {
     c->h2->client.on_end(c->h2->sink, {});
     c->h2->inj.clear();
     c->h2_active = false;
   } else if (!c->tracker.opaque()) {
     c->tracker.on_end(c->sink);
   }
+  end_wire(c, {});
+  c->library = false;
+  c->heard = false;
   c->fresh = true;
   drop_preopened(c);
   c->tracker = HttpClientTracker{};

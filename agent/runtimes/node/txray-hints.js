@@ -23,6 +23,7 @@
 //       request of a keep-alive pool gets its socket in another request's callback
 //     global fetch (undici): token at undici:request:create (the caller's async context), hint at
 //       undici:client:sendHeaders, which undici publishes just before it writes the head
+//     other client sockets (database drivers): the caller's context at each net.Socket write
 // Nothing it does may ever throw into the program: every entry point catches, and an unexpected error
 // switches the shim off.
 
@@ -331,6 +332,28 @@ function install() {
   });
   wrap(http.ClientRequest.prototype, 'onSocket', (orig) => function onSocket() {
     try { if (!this.agent) track(this); } catch { off(); }
+    return orig.apply(this, arguments);
+  });
+
+  // Any other client socket (a database driver speaking its wire protocol itself: pg, mysql2, redis…):
+  // the caller's context at each write, which the agent reads at the write's system call. A driver
+  // writes a statement from the code that issued it (in its promise chain or callback), so that context
+  // is the statement's request; a statement a driver queued and writes later from another one's reply
+  // callback gets the context of that callback, which the agent checks (n) and, when it is not a live
+  // request, takes as nobody's. Sockets of HTTP (server connections, http/https requests: named above)
+  // are left alone, cheaply: an accepted socket has `server`, an HTTP one `_httpMessage` or `parser`.
+  const net = require('net');
+  wrap(net.Socket.prototype, 'write', (orig) => function write() {
+    try {
+      if (this.server == null && this._httpMessage == null && this.parser == null && state.active) {
+        // A slot already set names this write (undici's sendHeaders, just before its head): it stays.
+        const fd = fdOf(this);
+        if (fd >= 0 && (slots === null || fd >= BOARD_SLOTS || slots[2 * fd + 1] === 0)) {
+          const ctx = callContext();
+          if (ctx) sendOutbound(this, ctx);
+        }
+      }
+    } catch { off(); }
     return orig.apply(this, arguments);
   });
 
