@@ -36,6 +36,20 @@ SEAMS = {
     ("protocols/http2", "protocols/tracecontext/traceparent.h"): "W3C trace context in HTTP/2 headers",
     ("protocols/http1", "protocols/tracecontext/context.h"): "W3C trace context in HTTP/1 heads",
     ("protocols/http2", "protocols/tracecontext/context.h"): "W3C trace context in HTTP/2 headers",
+    # The gateway protocols: a connection whose first bytes are a FastCGI record or a uwsgi packet is
+    # handed over like an HTTP/2 one; both carry CGI variables (cgi_vars.h names their requests), uwsgi's
+    # answer is a raw HTTP/1.x response, and the outbound side implements the dispatch's WireClient.
+    ("protocols/http1", "protocols/fastcgi/fastcgi_conn.h"): "a connection that begins with a FastCGI "
+                                                             "BEGIN_REQUEST record is handed over",
+    ("protocols/http1", "protocols/uwsgi/uwsgi_conn.h"): "a connection that begins with a uwsgi packet is handed over",
+    ("protocols/fastcgi", "protocols/tracecontext/context.h"): "W3C trace context in CGI variables",
+    ("protocols/fastcgi", "protocols/tracecontext/traceparent.h"): "W3C trace context in CGI variables",
+    ("protocols/uwsgi", "protocols/tracecontext/context.h"): "W3C trace context in CGI variables",
+    ("protocols/uwsgi", "protocols/tracecontext/traceparent.h"): "W3C trace context in CGI variables",
+    ("protocols/uwsgi", "protocols/fastcgi/cgi_vars.h"): "CGI variables make a request's name and context",
+    ("protocols/uwsgi", "protocols/http1/http_parse.h"): "the application's answer is a raw HTTP/1.x response",
+    ("protocols/fastcgi", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
+    ("protocols/uwsgi", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
     # The database protocols: they implement the dispatch's WireClient, and record SQL rows the way the
     # library hooks do (text normalized and masked, binds formatted, the same row fields).
     ("protocols/pg", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",

@@ -40,6 +40,7 @@ TEST_PKGS=(
   # Database drivers that speak the wire protocol themselves (tests/e2e/test_wire_*.py; node's pg and
   # mysql2 come from npm: tests/e2e/drivers)
   python3-asyncpg libpostgresql-jdbc-java libmariadb-java php8.2-cli php8.2-mysql
+  php8.2-fpm php8.2-curl php8.2-pgsql uwsgi-core uwsgi-plugin-python3  # FastCGI / uwsgi fronted by nginx (tests/e2e/test_php_fpm.py, test_uwsgi.py)
 )
 
 WITH_TESTS=0

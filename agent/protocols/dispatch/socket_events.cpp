@@ -148,14 +148,14 @@ void connect_completed(FdSlot* s) {
 // A connection that turned out not to be HTTP (and has no response to follow) is let go: its reads and
 // writes take the cheapest path from now on.
 void let_go_if_not_http(FdSlot* s, const ConnGuard& c) {
-  if (!c->watching && !c->tx) s->kind.store(FdKind::none, std::memory_order_relaxed);
+  if (!c->watching && !c->in_request()) s->kind.store(FdKind::none, std::memory_order_relaxed);
 }
 
 void inbound_read(FdSlot* s, const char* p, size_t n) {
   int saved = errno;
   if (ConnGuard c(s); c) {
     c->on_read(p, n);
-    attr::t_window_fd = c->tx ? c->fd : -1;  // this request's handler may run now
+    attr::t_window_fd = c->in_request() ? c->fd : -1;  // this request's handler may run now
     let_go_if_not_http(s, c);
   }
   errno = saved;
@@ -169,7 +169,7 @@ void inbound_readv(FdSlot* s, const iovec* iov, int cnt, size_t n) {
       c->on_read(static_cast<const char*>(iov[i].iov_base), take);
       n -= take;
     }
-    attr::t_window_fd = c->tx ? c->fd : -1;
+    attr::t_window_fd = c->in_request() ? c->fd : -1;
     let_go_if_not_http(s, c);
   }
   errno = saved;
@@ -222,8 +222,8 @@ Transaction* request_on(int fd, uint32_t n, uint64_t txid) {
   if (!s || s->kind.load(std::memory_order_acquire) != FdKind::inbound) return nullptr;
   HttpConn* c = conn_of(s);
   if (!c || !c->lock.try_take(tx::this_tid())) return nullptr;
-  Transaction* t = c->tx;  // alive while the guard is held: ending it takes the guard
-  if (t && ((n && c->seq != n) || (txid && t->txid != txid))) t = nullptr;
+  Transaction* t = c->request(txid);  // alive while the guard is held: ending it takes the guard
+  if (t && n && c->seq != n) t = nullptr;
   if (t && !(t->mt || t->tid == tx::this_tid())) t = nullptr;  // another thread's: not touched from here
   c->lock.release();
   return t;

@@ -16,6 +16,8 @@
 // library is ended without rows (see http_out.cpp, `library`).
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -54,6 +56,16 @@ class WireClient {
   // socket (the same on_sent / on_received, same order). A runtime with its own TLS (the JVM's JSSE) never
   // feeds it: the connection stays a socket, counted once by the dispatch.
   virtual bool tls_started() const { return false; }
+  // Clients that add to what the program writes — the trace context a FastCGI or uwsgi request carries
+  // to its callee (protocols/fastcgi/splice.h has the byte accounting): lays out the program's write
+  // (iov, cnt entries) with the client's edits into out, which has room for cnt + kWriteExtra entries,
+  // and returns the entry count; 0 when there is nothing to insert nor pending (the plain write). After
+  // the real write, commit_write(accepted) maps the wire bytes the kernel took back to the program's
+  // bytes (what the program is told, and what on_sent() is then given). A write that failed commits
+  // nothing: the next write plans again.
+  static constexpr int kWriteExtra = 17;
+  virtual int plan_write(const iovec* /*iov*/, int /*cnt*/, iovec* /*out*/) { return 0; }
+  virtual size_t commit_write(size_t accepted) { return accepted; }
 };
 
 namespace wire {

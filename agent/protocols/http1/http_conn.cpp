@@ -7,17 +7,23 @@
 #include "core/attribution.h"
 #include "core/counters.h"
 #include "core/redact.h"
+#include "protocols/fastcgi/fastcgi_conn.h"
 #include "protocols/http2/h2_conn.h"
+#include "protocols/uwsgi/uwsgi_conn.h"
 #include "core/recorder.h"
 #include "protocols/tracecontext/context.h"
 #include "core/transaction.h"
 
 namespace txray {
 
-HttpConn::~HttpConn() { delete h2; }  // the agent keeps its slots' HttpConns for good; tests do not
+HttpConn::~HttpConn() {
+  delete h2;
+  delete fcgi;
+  delete uwsgi;
+}  // the agent keeps its slots' HttpConns for good; tests do not
 
 void HttpConn::reset(std::string_view client, int fd_) {
-  if (tx) on_close();  // the previous connection on this number ended unseen: its request ends now
+  if (in_request()) on_close();  // the previous connection on this number ended unseen: its request ends now
   client_addr.assign(client);
   fd = fd_;
   seq = 0;
@@ -29,11 +35,63 @@ void HttpConn::reset(std::string_view client, int fd_) {
   resp.reset(false);
   h2_active = false;
   upgrade_h2c = false;
+  gateway = Gateway::none;
 }
 
 void HttpConn::forget_after_fork() {
   tx = nullptr;
   if (h2) h2->forget();
+  if (fcgi) fcgi->forget();
+  if (uwsgi) uwsgi->forget();
+}
+
+Transaction* HttpConn::request(uint64_t txid) const {
+  switch (gateway) {
+    case Gateway::fastcgi: return fcgi->request(txid);
+    case Gateway::uwsgi: return uwsgi->request(txid);
+    case Gateway::none: break;
+  }
+  return (tx && (!txid || tx->txid == txid)) ? tx : nullptr;
+}
+
+bool HttpConn::in_request() const {
+  switch (gateway) {
+    case Gateway::fastcgi: return fcgi->busy();
+    case Gateway::uwsgi: return uwsgi->busy();
+    case Gateway::none: break;
+  }
+  return tx != nullptr;
+}
+
+// The first bytes of the connection are a FastCGI or uwsgi request (or a prefix of one: wait for more):
+// from now on that tracker follows the connection. True when buf was taken (or more bytes are needed).
+// HTTP/1.x request lines begin with a token character, never with the 0x01 / 0x00 these begin with.
+bool HttpConn::try_gateway() {
+  if (seq != 0 || tx || buf.empty()) return false;
+  int f = fcgi::looks_like_begin(buf.data(), buf.size());
+  int u = uwsgi::looks_like_packet(buf.data(), buf.size());
+  if (f < 0 && u < 0) return false;
+  if (f == 0 || u == 0) return true;
+  Gateway g = f > 0 ? Gateway::fastcgi : Gateway::uwsgi;
+  if (g == Gateway::fastcgi && !fcgi) fcgi = new (std::nothrow) FcgiServer;
+  if (g == Gateway::uwsgi && !uwsgi) uwsgi = new (std::nothrow) UwsgiServer;
+  if ((g == Gateway::fastcgi && !fcgi) || (g == Gateway::uwsgi && !uwsgi)) {
+    counters().internal_errors.fetch_add(1, std::memory_order_relaxed);
+    watching = false;
+    buf.clear();
+    return true;
+  }
+  if (g == Gateway::fastcgi) fcgi->reset(client_addr, fd);
+  else uwsgi->reset(client_addr, fd);
+  gateway = g;
+  std::string first;
+  first.swap(buf);
+  if (!gateway_read(first.data(), first.size())) watching = false;
+  return true;
+}
+
+bool HttpConn::gateway_read(const char* p, size_t n) {
+  return gateway == Gateway::fastcgi ? fcgi->on_read(p, n) : uwsgi->on_read(p, n);
 }
 
 // The first bytes of the connection are the HTTP/2 client preface (or a prefix of it: wait for more):
@@ -64,6 +122,10 @@ void HttpConn::on_read(const char* p, size_t n) {
     if (!h2->on_read(p, n)) watching = false;
     return;
   }
+  if (gateway != Gateway::none) {
+    if (!gateway_read(p, n)) watching = false;
+    return;
+  }
   if (!req_body.done()) {
     size_t used = req_body.feed(p, n);
     if (tx) {
@@ -84,7 +146,7 @@ void HttpConn::on_read(const char* p, size_t n) {
     return;
   }
   buf.append(p, n);
-  if (try_h2()) return;
+  if (try_h2() || try_gateway()) return;
   try_begin();
 }
 
@@ -255,6 +317,10 @@ void HttpConn::on_write(const char* p, size_t n) {
     if (watching && !h2->on_write(p, n)) watching = false;
     return;
   }
+  if (gateway != Gateway::none) {
+    if (watching && !(gateway == Gateway::fastcgi ? fcgi->on_write(p, n) : uwsgi->on_write(p, n))) watching = false;
+    return;
+  }
   if (tx) ++tx->io_calls;
   while (tx && n > 0) {
     size_t used = resp.feed(p, n);
@@ -277,6 +343,15 @@ void HttpConn::on_write_opaque(uint64_t n) {
     watching = false;
     return;
   }
+  if (gateway == Gateway::fastcgi) {  // records the agent cannot see: the stream cannot be followed
+    if (watching) fcgi->on_close();
+    watching = false;
+    return;
+  }
+  if (gateway == Gateway::uwsgi) {  // the response body of a file wrapper (uWSGI's sendfile)
+    if (watching) uwsgi->on_write_opaque(n);
+    return;
+  }
   if (!tx) return;
   tx->bytes_written += n;
   ++tx->io_calls;
@@ -293,6 +368,9 @@ void HttpConn::on_close() {
     h2->on_close();
     h2_active = false;
   }
+  if (gateway == Gateway::fastcgi) fcgi->on_close();
+  if (gateway == Gateway::uwsgi) uwsgi->on_close();
+  gateway = Gateway::none;
   if (tx) {
     if (resp.until_close()) finish(resp.status(), nullptr);
     else finish(resp.status(), "connection closed before the response was complete");

@@ -21,6 +21,8 @@ namespace txray {
 
 struct Transaction;
 class H2Server;  // h2_conn.h
+class FcgiServer;   // protocols/fastcgi/fastcgi_conn.h
+class UwsgiServer;  // protocols/uwsgi/uwsgi_conn.h
 
 struct HttpConn {
   // Held while one thread works on this state (socket_events.cpp: ConnGuard; hold.h).
@@ -41,6 +43,13 @@ struct HttpConn {
   // The current request asked for `Upgrade: h2c`: a 101 answer turns the connection into HTTP/2, the
   // request into its stream 1 (upgrade_h2()).
   bool upgrade_h2c = false;
+  // A gateway protocol: the first bytes were a FastCGI BEGIN_REQUEST record or a uwsgi packet header
+  // (php-fpm, uWSGI behind nginx); that tracker follows the connection instead. Allocated the first
+  // time, kept for the next connection on this slot.
+  enum class Gateway : uint8_t { none, fastcgi, uwsgi };
+  Gateway gateway = Gateway::none;
+  FcgiServer* fcgi = nullptr;
+  UwsgiServer* uwsgi = nullptr;
 
   HttpConn() = default;
   ~HttpConn();
@@ -57,9 +66,15 @@ struct HttpConn {
   void on_close();
   // In a forked child: the requests in flight are the parent's.
   void forget_after_fork();
+  // The request in flight on this connection with this txid (0: any; for FastCGI's multiplexed ids the
+  // one begun last), whichever protocol it speaks; and whether there is one.
+  Transaction* request(uint64_t txid) const;
+  bool in_request() const;
 
  private:
   bool try_h2();
+  bool try_gateway();
+  bool gateway_read(const char* p, size_t n);
   void upgrade_h2(const char* rest, size_t n);
   void try_begin();
   bool try_begin_in_place(const char* p, size_t n);
