@@ -271,16 +271,20 @@ bool PgConn::startup(const Message& m) {
   Startup s = parse_startup(m.body);
   front_.expect_untyped(false);
   std::string_view peer = env_.peer;
-  db_label_ = "postgresql://" + s.user + "@" + std::string(peer) + "/" + s.database;
+  size_t colon = peer.rfind(':');
+  std::string_view host = colon == std::string_view::npos ? peer : peer.substr(0, colon);
+  std::string_view port = colon == std::string_view::npos ? std::string_view() : peer.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  // An IPv6 socket connected to an IPv4 address (the JVM's sockets): the address the program named.
+  if (host.substr(0, 7) == "::ffff:" && host.find('.') != std::string_view::npos) host.remove_prefix(7);
+  bool v6 = host.find(':') != std::string_view::npos;
+  db_label_ = "postgresql://" + s.user + "@" + (v6 ? "[" : "") + std::string(host) + (v6 ? "]" : "") +
+              (port.empty() ? "" : ":") + std::string(port) + "/" + s.database;
   Transaction* tx = next_tx();
   if (!tx) return true;
   connect_ = rec::open(tx, StepKind::DB_CONNECT);
   if (!connect_) return true;
   connecting_ = true;
-  size_t colon = peer.rfind(':');
-  std::string_view host = colon == std::string_view::npos ? peer : peer.substr(0, colon);
-  std::string_view port = colon == std::string_view::npos ? std::string_view() : peer.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   rec::set_text(connect_, db_label_);
   rec::add_attr(connect_, "database", s.database);
   rec::add_attr(connect_, "host", host);

@@ -561,6 +561,21 @@ TEST_F(PgClientTest, SslAcceptedStartsTlsAndTheStartupFollowsInPlaintext) {
             "SQL SELECT ? | params=- rows=1 changes=-1\n");
 }
 
+TEST_F(PgClientTest, ConnectLabelOfAnIpv4MappedPeer) {
+  env.peer = "[::ffff:10.1.2.3]:6432";
+  Transaction* t = begin();
+  auto c = conn();
+  sent(*c, startup("app", "shop"));
+  received(*c, kAuthOk + kReady);
+  env.peer = "[fe80::1]:5432";
+  auto d = conn();
+  sent(*d, startup("app", "shop"));
+  received(*d, kAuthOk + kReady);
+  EXPECT_EQ(describe(end(t)),
+            "CONNECT postgresql://app@10.1.2.3:6432/shop | db=shop user=app host=10.1.2.3 port=6432\n"
+            "CONNECT postgresql://app@[fe80::1]:5432/shop | db=shop user=app host=fe80::1 port=5432\n");
+}
+
 TEST_F(PgClientTest, NoticesCountOnTheirRow) {
   Transaction* t = begin();
   auto c = conn();
