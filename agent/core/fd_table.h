@@ -42,6 +42,10 @@ struct FdSlot {
   // Outbound: `client` follows this connection's bytes. False once it turned out not to be HTTP (and no
   // inserted header is pending): its reads and writes then skip http_out altogether (http_out.h).
   std::atomic<bool> http_live{false};
+  // Outbound over a Unix socket: followed only when it speaks a wire protocol (a database driver's
+  // socket), and without SOCKET / SOCKET_CLOSE rows — a program's local sockets (logging, D-Bus, nscd)
+  // are not its calls. Let go (kind none) at its first bytes otherwise.
+  bool quiet = false;
 
   void add_read(uint64_t n) { bytes_read.store(bytes_read.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
   void add_written(uint64_t n) {

@@ -303,11 +303,33 @@ int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   return r;
 }
 
+// A stream socket connected to a Unix socket (a database's local socket, most often): followed quietly,
+// for the wire protocols only (FdSlot::quiet). Abstract and unnamed addresses are left alone.
+static __attribute__((noinline)) int connect_unix(int (*real)(int, const sockaddr*, socklen_t), int fd, const sockaddr* addr,
+                                           socklen_t len) {
+  int rc = real(fd, addr, len);
+  int err = errno;
+  auto* un = reinterpret_cast<const sockaddr_un*>(addr);
+  size_t max = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
+  if (max > sizeof un->sun_path) max = sizeof un->sun_path;
+  if ((rc == 0 || err == EINPROGRESS || err == EAGAIN) && max > 0 && un->sun_path[0] != '\0') {
+    txray::HookGuard guard(txray::HookFamily::socket);
+    int type = 0;
+    socklen_t tl = sizeof type;
+    if (guard && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM)
+      sock::on_connect_unix(fd, std::string_view(un->sun_path, strnlen(un->sun_path, max)));
+  }
+  errno = err;
+  return rc;
+}
+
 int connect(int fd, const sockaddr* addr, socklen_t len) {
   auto real = TXRAY_REAL(connect, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   char ip[INET6_ADDRSTRLEN] = "";
   int port = 0;
+  if (addr && len > sizeof(sa_family_t) && addr->sa_family == AF_UNIX && txray::host_thread_enabled())
+    return connect_unix(real, fd, addr, len);
   if (!txray::host_thread_enabled() || !format_addr(addr, ip, sizeof ip, &port)) return real(fd, addr, len);
   txray::HookGuard guard(txray::HookFamily::socket);
   if (!guard) return real(fd, addr, len);

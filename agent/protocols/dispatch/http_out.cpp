@@ -20,6 +20,8 @@
 #include "protocols/fastcgi/fastcgi_client.h"
 #include "protocols/mysql/mysql_client.h"
 #include "protocols/pg/pg_client.h"
+#include "protocols/redis/redis_client.h"
+#include "protocols/memcached/memcached_client.h"
 #include "hints/hint_board.h"
 #include "core/hold.h"
 #include "protocols/http1/http_inject.h"
@@ -111,8 +113,11 @@ bool live(const StepRef& s) { return rec::usable(s); }
 // A connection found not to be HTTP, with nothing of an inserted header pending, is let go: the hooks
 // stop calling in here for it (has_client()) until the slot's next connect. Called holding its Busy.
 void let_go_if_not_http(FdSlot* s, HttpClientConn* c) {
-  if (!c->h2_active && !c->wire_active && c->tracker.opaque() && !c->inj.has_pending())
+  if (!c->h2_active && !c->wire_active && c->tracker.opaque() && !c->inj.has_pending()) {
     s->http_live.store(false, std::memory_order_relaxed);
+    // A Unix socket is followed for a wire protocol only: nothing more to see on it.
+    if (s->quiet) s->kind.store(FdKind::none, std::memory_order_relaxed);
+  }
 }
 
 // The slot's connection when it may still carry HTTP requests, else nullptr.
@@ -295,8 +300,20 @@ void classify(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, const cha
     start_wire(c, pg::make_client(wire_env(s, c)));
     return;
   }
+  if (redis::looks_like_command(head, k)) {
+    start_wire(c, redis::make_client(wire_env(s, c)));
+    return;
+  }
+  if (memcached::looks_like_command(head, k)) {
+    start_wire(c, memcached::make_client(wire_env(s, c)));
+    return;
+  }
   if (fcgi::looks_like_request(head, k)) {
     start_wire(c, fcgi::make_client(wire_env(s, c)));
+    return;
+  }
+  if (s->quiet) {  // a Unix socket that speaks none of them: let go (FdSlot::quiet)
+    c->tracker.make_opaque();
     return;
   }
   // "PRI " tells the preface from HTTP/1.x methods (POST, PUT, PATCH); a first write shorter than that
@@ -518,9 +535,12 @@ void on_connect(FdSlot* s, std::string_view addr, int port) {
   c->heard = false;
   c->fresh = true;
   s->http_live.store(true, std::memory_order_relaxed);
-  // IPv6 literals need brackets in a URL.
+  // IPv6 literals need brackets in a URL; a Unix socket (port -1) is its path.
   bool v6 = addr.find(':') != std::string_view::npos;
-  snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
+  if (port < 0)
+    snprintf(c->sink.peer, sizeof c->sink.peer, "%.*s", int(addr.size()), addr.data());
+  else
+    snprintf(c->sink.peer, sizeof c->sink.peer, v6 ? "[%.*s]:%d" : "%.*s:%d", int(addr.size()), addr.data(), port);
   errno = saved;
 }
 
@@ -671,6 +691,7 @@ void on_received(FdSlot* s, const char* p, size_t n) {
   if (first && c->fresh && !c->wire_active && !c->h2_active && !c->library) {
     if (inside_sql_library()) c->library = true;
     else if (mysql::looks_like_greeting(p, n)) start_wire(c, mysql::make_client(wire_env(s, c)));
+    if (!c->wire_active && s->quiet) c->tracker.make_opaque();  // a Unix socket: wire protocols only
   }
   if (c->wire_active) {
     wire_received(s, c, p, n);

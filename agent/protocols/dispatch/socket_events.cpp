@@ -70,6 +70,7 @@ StepRef on_connect_begin(int fd, std::string_view addr, int port) {
     s->connect_step = StepRef{};
     s->owner_fd = -1;
     s->owner_txid = 0;
+    s->quiet = false;
     s->bytes_read.store(0, std::memory_order_relaxed);
     s->bytes_written.store(0, std::memory_order_relaxed);
     s->kind.store(FdKind::outbound, std::memory_order_release);
@@ -118,6 +119,26 @@ void on_connect_end(int fd, StepRef& step, int rc, int err, int local_port) {
       s->connect_step = step;
       s->connecting.store(true, std::memory_order_relaxed);
     }
+  }
+  errno = saved;
+}
+
+void on_connect_unix(int fd, std::string_view path) {
+  int saved = errno;
+  if (FdSlot* s = fds::get(fd)) {
+    if (s->kind.load(std::memory_order_relaxed) == FdKind::inbound)
+      if (ConnGuard c(s); c) c->on_close();
+    s->uid = ids::next();
+    s->connecting.store(false, std::memory_order_relaxed);
+    s->connect_step = StepRef{};
+    s->owner_fd = -1;
+    s->owner_txid = 0;
+    s->quiet = true;
+    s->bytes_read.store(0, std::memory_order_relaxed);
+    s->bytes_written.store(0, std::memory_order_relaxed);
+    s->kind.store(FdKind::outbound, std::memory_order_release);
+    http_out::on_connect(s, path, -1);
+    if (Transaction* t = rec::current()) http_out::set_owner(s, attr::ref_of(t));
   }
   errno = saved;
 }
@@ -250,6 +271,8 @@ void on_close(int fd, int so_error) {
   if (k == FdKind::outbound) http_out::on_close(s, fd);  // ends a call still waiting for its response
   if (k == FdKind::inbound) {
     if (ConnGuard c(s); c) c->on_close();
+  } else if (s->quiet) {
+    // a Unix socket: no SOCKET rows (FdSlot::quiet)
   } else if (Transaction* t = close_owner(s)) {
     StepRef ref = rec::add(t, StepKind::SOCKET_CLOSE);
     uint64_t r = s->bytes_read.load(std::memory_order_relaxed);

@@ -24,6 +24,9 @@ void on_accept(int fd, std::string_view client);
 StepRef on_connect_begin(int fd, std::string_view addr, int port);
 // The connect returned: rc/err as the real call left them, local port of the socket (0 if unknown).
 void on_connect_end(int fd, StepRef& step, int rc, int err, int local_port);
+// A stream socket was connected to the Unix socket at `path` (rc 0, or a non-blocking connect under
+// way): followed quietly, for a wire protocol only (FdSlot::quiet).
+void on_connect_unix(int fd, std::string_view path);
 
 // Slow paths of the inline functions below.
 void inbound_read(FdSlot* s, const char* p, size_t n);
