@@ -56,6 +56,12 @@ SEAMS = {
     ("protocols/mysql", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
     ("protocols/pg", "protocols/sql"): "SQL text, binds and rows as the library hooks record them",
     ("protocols/mysql", "protocols/sql"): "SQL text, binds and rows as the library hooks record them",
+    # The caches: Redis and memcached implement the dispatch's WireClient; memcached masks keys and keeps
+    # its queue of commands the way Redis does.
+    ("protocols/redis", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
+    ("protocols/memcached", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
+    ("protocols/memcached", "protocols/redis/cache_key.h"): "cache keys masked into one pattern for both caches",
+    ("protocols/memcached", "protocols/redis/cache_row.h"): "cache rows opened, queued and closed alike",
 }
 # Known edges against the arrows, each with its reason; the list only shrinks (empty now).
 EXCEPTIONS = {}

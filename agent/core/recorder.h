@@ -62,6 +62,8 @@ enum class StepKind : uint8_t {
   DB_CONNECT = 7,
   HTTP_CALL = 8,
   DNS = 9,
+  REDIS = 10,      // one Redis command (protocols/redis)
+  MEMCACHED = 11,  // one memcached command (protocols/memcached)
 };
 
 struct Transaction;  // agent/core/transaction.h; opaque to hooks
