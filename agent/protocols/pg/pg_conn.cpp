@@ -1,5 +1,6 @@
 #include "protocols/pg/pg_conn.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -26,12 +27,24 @@ PgConn::~PgConn() { close_all("connection closed"); }
 
 void PgConn::on_sent(const char* p, size_t n) {
   if (stopped_ || !p || n == 0) return;
+  in_front_ = true;
   if (!front_.feed(p, n, [this](const Message& m) { return on_front(m); }) && !stopped_) stop();
 }
 
 void PgConn::on_received(const char* p, size_t n) {
   if (stopped_ || !p || n == 0) return;
+  in_front_ = false;
   if (!back_.feed(p, n, [this](const Message& m) { return on_back(m); }) && !stopped_) stop();
+}
+
+// The counters a row opens or closes with: the stream's positions at this message (its first byte, when
+// it opens a row), not the socket's, which already count the rest of the program's call.
+const FdSlot* PgConn::bytes_here(bool at_message_start) {
+  uint64_t w = front_.pos(), r = back_.pos();
+  if (in_front_ && at_message_start) w -= std::min(w, front_.last_size());
+  mark_.bytes_written.store(w, std::memory_order_relaxed);
+  mark_.bytes_read.store(r, std::memory_order_relaxed);
+  return &mark_;
 }
 
 void PgConn::on_end(std::string_view why) { close_all(why); }
@@ -67,7 +80,7 @@ int PgConn::open(Transaction* tx, const sql::StatementText& t, std::string_view 
   r.notices = 0;
   r.gen = next_gen_++;
   r.used = true;
-  sql::open_row(r.w, tx, t, params, env_.slot);
+  sql::open_row(r.w, tx, t, params, bytes_here(true));
   if (!r.w) {
     r.used = false;
     free_rows_.push_back(idx);
@@ -92,7 +105,7 @@ void PgConn::close_row(int idx, uint32_t gen, std::string_view error) {
       notifications_unreported_ = 0;
     }
   }
-  sql::close_row(r->w, env_.slot, error);
+  sql::close_row(r->w, bytes_here(false), error);
   r->used = false;
   free_rows_.push_back(idx);
   if (unit_.row == idx && unit_.gen == gen) unit_ = Unit{};

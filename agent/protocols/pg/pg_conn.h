@@ -22,6 +22,9 @@
 //    text when another executes it), at most kMaxStatements named ones, the oldest evicted (counted);
 //    parameter types come from Parse, or from the server's ParameterDescription, and decode binary
 //    parameters for raw mode.
+// A row's bytes are the protocol bytes written and read on the connection from the first byte of its
+// first message to the last byte of the reply that closed it (the stream's own positions: exact however
+// the program's calls group messages; under TLS, the plaintext).
 // The StartupMessage makes the DB_CONNECT row (user, database), closed by the first ReadyForQuery or
 // failed by an ErrorResponse before it. Passwords and SASL messages are skipped by length, never kept.
 // Bytes that break the protocol's framing, or a reply that matches nothing written, stop the client:
@@ -124,11 +127,14 @@ class PgConn final : public WireClient {
   void put_statement(std::string_view name, sql::StatementText t, std::vector<uint32_t> oids);
   std::string format_params(const BindMsg& b, const std::vector<uint32_t>* oids) const;
   bool stop();
+  const FdSlot* bytes_here(bool at_message_start);
 
   WireEnv env_;
   TxSource tx_of_;
   ReqRef no_owner_;
   Framer front_{Side::frontend}, back_{Side::backend};
+  bool in_front_ = false;  // inside on_sent's messages (else on_received's)
+  FdSlot mark_;            // the stream's byte positions handed to the row helpers as counters
   bool stopped_ = false, tls_ = false;
   bool awaiting_answer_ = false;  // an SSLRequest / GSSENCRequest was written
   bool skipping_ = false;  // an error with no Sync written yet: the server ignores messages until one

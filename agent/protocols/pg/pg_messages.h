@@ -43,6 +43,10 @@ class Framer {
   // message (unless it is 'E': a server too old for the request sends an ErrorResponse).
   void expect_answer_byte(bool v) { answer_byte_ = v; }
   bool broken() const { return broken_; }
+  // Bytes consumed so far (in a callback: up to the end of the message handed over), and the whole size
+  // of the message handed over last (type, length and body).
+  uint64_t pos() const { return pos_; }
+  uint64_t last_size() const { return last_size_; }
 
   template <typename On>
   bool feed(const char* p, size_t n, On&& on);
@@ -62,6 +66,8 @@ class Framer {
   size_t cap_ = 0;       // body bytes to keep
   bool in_body_ = false;
   std::string body_;
+  uint64_t pos_ = 0;
+  uint64_t last_size_ = 0;
 };
 
 // The body bytes a message of `type` keeps: what the client decodes, nothing for the rest.
@@ -147,13 +153,15 @@ bool Framer::feed(const char* p, size_t n, On&& on) {
       answer_byte_ = false;
       Message m{*p, 0, {}};
       ++p, --n;
+      ++pos_;
+      last_size_ = 1;
       if (!on(m)) return false;
       continue;
     }
     answer_byte_ = false;
     if (!in_body_) {
       size_t need = untyped_ ? 4 : 5;
-      while (head_n_ < need && n > 0) head_[head_n_++] = *p++, --n;
+      while (head_n_ < need && n > 0) head_[head_n_++] = *p++, --n, ++pos_;
       if (head_n_ < need) return true;
       if (!begin_body()) return false;
     }
@@ -164,8 +172,10 @@ bool Framer::feed(const char* p, size_t n, On&& on) {
     }
     got_ += uint32_t(take);
     p += take, n -= take;
+    pos_ += take;
     if (got_ == length_) {
       in_body_ = false;
+      last_size_ = head_n_ + uint64_t(length_);
       head_n_ = 0;
       Message m{type_, length_, body_};
       if (!on(m)) return false;
@@ -173,6 +183,7 @@ bool Framer::feed(const char* p, size_t n, On&& on) {
   }
   if (in_body_ && got_ == length_) {  // an empty body completes with its header
     in_body_ = false;
+    last_size_ = head_n_ + uint64_t(length_);
     head_n_ = 0;
     Message m{type_, length_, body_};
     if (!on(m)) return false;

@@ -2,7 +2,7 @@
 // fuzz_pg_conn.cpp): a PgConn (agent/protocols/pg/pg_conn.h) with the agent's real transaction core,
 // fed a stream of (direction, bytes) records twice — each record whole, then in pieces — and the promises
 // every target checks:
-//  - the rows (kind, text, params, rows, changes, error, attributes) are the same however the records
+//  - the rows (kind, text, params, rows, changes, bytes, error, attributes) are the same however the records
 //    are cut: the parser's state does not depend on where the program's calls split the bytes;
 //  - once stopped, it stays stopped and takes no bytes;
 //  - what it keeps stays bounded: at most kMaxPending messages owed, kMaxStatements named statements
@@ -46,7 +46,7 @@ inline std::string describe(const Transaction& t) {
   for (const Step& st : t.steps) {
     if (st.kind != StepKind::SQL && st.kind != StepKind::DB_CONNECT) continue;
     s += std::to_string(int(st.kind)) + "|" + std::string(st.text.view()) + "|" + std::to_string(st.rows) + "|" +
-         std::to_string(st.changes) + "|" + st.error;
+         std::to_string(st.changes) + "|" + std::to_string(st.bytes_read) + "|" + std::to_string(st.bytes_written) + "|" + st.error;
     for (const Attr& a : st.attrs) s += "|" + a.key + "=" + a.value;
     s += "\n";
   }

@@ -458,6 +458,33 @@ TEST_F(PgClientTest, PipelineErrorSkipsToSync) {
             "SQL SELECT ? | params=- rows=-1 changes=-1 error=not run: an earlier statement failed sqlstate=-\n");
 }
 
+TEST_F(PgClientTest, RowBytesAreTheStatementsOwnStretchOfTheStream) {
+  Transaction* t = begin();
+  auto c = conn();
+  sent(*c, startup("app", "shop"));
+  received(*c, kAuthOk + kReady);
+  std::string s1 = parse_msg("", "SELECT 1") + bind_text("", "", {}) + execute_msg();
+  std::string s2 = parse_msg("", "SELECT 22") + bind_text("", "", {"x"}) + execute_msg();
+  std::string r1 = msg('1', "") + msg('2', "") + data_row() + complete_msg("SELECT 1");
+  std::string r2 = msg('1', "") + msg('2', "") + data_row() + data_row() + complete_msg("SELECT 2");
+  // One write, one read, as a pipelining driver and a fast server make them; the socket counters then
+  // hold the whole call when the rows open and close.
+  sent(*c, s1 + s2 + kSync);
+  received(*c, r1 + r2 + kReady);
+  const Transaction& done = end(t);
+  std::vector<const Step*> sql;
+  for (const Step& s : done.steps)
+    if (s.kind == StepKind::SQL) sql.push_back(&s);
+  ASSERT_EQ(sql.size(), 2u);
+  // Written: from the row's first message to everything written before its reply ended (the pipeline);
+  // read: from what was read when it opened to the end of its CommandComplete.
+  EXPECT_EQ(sql[0]->bytes_written, s1.size() + s2.size() + kSync.size());
+  EXPECT_EQ(sql[0]->bytes_read, r1.size());
+  EXPECT_EQ(sql[1]->bytes_written, s2.size() + kSync.size());
+  EXPECT_EQ(sql[1]->bytes_read, r1.size() + r2.size());
+  EXPECT_EQ(sql[1]->rows, 2);
+}
+
 TEST_F(PgClientTest, ErrorBeforeSyncIsWrittenSkipsUntilIt) {
   Transaction* t = begin();
   auto c = conn();
