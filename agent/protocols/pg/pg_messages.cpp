@@ -148,8 +148,15 @@ ServerError parse_error(std::string_view body) {
 Tag parse_tag(std::string_view body) {
   Tag t;
   std::string_view s = body.substr(0, body.find('\0'));
-  for (std::string_view w : {"INSERT", "UPDATE", "DELETE", "MERGE", "COPY"})
-    if (s.substr(0, w.size()) == w) t.write = true;
+  if (s.empty()) return t;
+  switch (s[0]) {  // most tags are SELECT: one comparison
+    case 'I': t.write = s.starts_with("INSERT"); break;
+    case 'U': t.write = s.starts_with("UPDATE"); break;
+    case 'D': t.write = s.starts_with("DELETE"); break;
+    case 'M': t.write = s.starts_with("MERGE"); break;
+    case 'C': t.write = s.starts_with("COPY"); break;
+    default: break;
+  }
   size_t sp = s.rfind(' ');
   if (sp == std::string_view::npos) return t;
   int64_t v = 0;
