@@ -343,10 +343,6 @@ bool Conn::command_packet(const Packet& p) {
   cur_active_ = false;
   Command c = std::move(cur_);
   cur_ = Command{};
-  if (queue_.size() >= kMaxPipelined) {
-    close_row(c.row, kNotFollowed);
-    return stop();
-  }
   std::string_view body = p.head.substr(1);
   const sql::TextMode mode = sql::settings().mode;
   switch (c.code) {
@@ -440,6 +436,10 @@ bool Conn::command_packet(const Packet& p) {
     default:  // COM_FIELD_LIST, the replication commands, MariaDB's bulk execute…: not followed
       close_row(c.row, kNotFollowed);
       return stop();
+  }
+  if (queue_.size() >= kMaxPipelined) {
+    close_row(c.row, kNotFollowed);
+    return stop();
   }
   queue_.push_back(std::move(c));
   return true;
