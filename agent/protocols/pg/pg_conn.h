@@ -143,7 +143,46 @@ class PgConn final : public WireClient {
   bool connecting_ = false;
   std::string db_label_;
 
-  std::deque<Op> ops_;
+  // What the server owes, oldest first: a ring whose elements (and their strings) are reused, since a
+  // statement pushes and pops several every time.
+  class OpQueue {
+   public:
+    bool empty() const { return n_ == 0; }
+    size_t size() const { return n_; }
+    Op& front() { return buf_[head_]; }
+    Op& operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    void push_back(Op&& op) {
+      if (n_ == buf_.size()) grow();
+      Op& slot = buf_[(head_ + n_) & (buf_.size() - 1)];
+      slot.kind = op.kind;
+      slot.row = op.row;
+      slot.gen = op.gen;
+      slot.closes = op.closes;
+      slot.name.assign(op.name);
+      slot.more = std::move(op.more);
+      slot.next = op.next;
+      ++n_;
+    }
+    void pop_front() {
+      buf_[head_].more.clear();
+      head_ = (head_ + 1) & (buf_.size() - 1);
+      --n_;
+    }
+    void clear() {
+      while (n_) pop_front();
+    }
+
+   private:
+    void grow() {
+      std::vector<Op> bigger(buf_.empty() ? 16 : 2 * buf_.size(), Op(OpKind::sync));
+      for (size_t i = 0; i < n_; ++i) bigger[i] = std::move((*this)[i]);
+      buf_.swap(bigger);
+      head_ = 0;
+    }
+    std::vector<Op> buf_;
+    size_t head_ = 0, n_ = 0;
+  };
+  OpQueue ops_;
   uint64_t head_seq_ = 0;  // the sequence number of ops_.front()
   std::vector<Row> rows_;
   std::vector<int> free_rows_;

@@ -1,5 +1,6 @@
 #include "protocols/pg/pg_messages.h"
 
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -22,11 +23,17 @@ bool looks_like_start(const char* p, size_t n) {
   return code == kProtocol3 && len >= 8 && len <= 10000;
 }
 
-bool known_type(Side side, char t) {
-  static constexpr std::string_view kFront = "QPBDESHCXpdcfF";
-  static constexpr std::string_view kBack = "RKSZENA123ntTDCIsGHWdcVv";
-  return (side == Side::frontend ? kFront : kBack).find(t) != std::string_view::npos;
-}
+namespace {
+// Bit 0: a frontend message type, bit 1: a backend one (a table: every message's header asks).
+constexpr auto kTypes = [] {
+  std::array<uint8_t, 256> t{};
+  for (char c : std::string_view("QPBDESHCXpdcfF")) t[uint8_t(c)] |= 1;
+  for (char c : std::string_view("RKSZENA123ntTDCIsGHWdcVv")) t[uint8_t(c)] |= 2;
+  return t;
+}();
+}  // namespace
+
+bool known_type(Side side, char t) { return kTypes[uint8_t(t)] & (side == Side::frontend ? 1 : 2); }
 
 size_t keep_cap(Side side, char t) {
   if (side == Side::frontend) {
