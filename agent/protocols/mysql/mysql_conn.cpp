@@ -150,8 +150,12 @@ void Conn::close_row(Row& r, std::string_view error) {
       rec::set_error(r.step, error);
       rec::mark_failed(r.step.tx, error);
     }
+    // The counters hold the whole of the current read or write; the bytes after the packet that closes
+    // the row are the next statement's.
     uint64_t rd = slot_ ? slot_->bytes_read.load(std::memory_order_relaxed) : 0;
     uint64_t wr = slot_ ? slot_->bytes_written.load(std::memory_order_relaxed) : 0;
+    rd = rd >= from_server_.ahead() ? rd - from_server_.ahead() : 0;
+    wr = wr >= from_client_.ahead() ? wr - from_client_.ahead() : 0;
     if (rd >= r.read0 && wr >= r.written0 && (rd > r.read0 || wr > r.written0))
       rec::add_bytes(r.step, rd - r.read0, wr - r.written0);
     rec::SqlRow row{.text = &r.text,

@@ -35,6 +35,12 @@ bool Framer::finish(PacketSink& sink, std::string_view head) {
 
 bool Framer::feed(const char* p, size_t n, PacketSink& sink) {
   fed_ += n;
+  if (!feed_packets(p, n, sink)) return false;  // call_left_ stays: what the stop did not take
+  call_left_ = 0;
+  return true;
+}
+
+bool Framer::feed_packets(const char* p, size_t n, PacketSink& sink) {
   while (n > 0) {
     if (hdr_n_ < 4) {
       if (hdr_n_ == 0 && !in_packet_) start_ = fed_ - n;
@@ -53,6 +59,7 @@ bool Framer::feed(const char* p, size_t n, PacketSink& sink) {
         total_ = 0;
         head_.clear();
       } else if (seq != uint8_t(last_seq_ + 1)) {
+        call_left_ = n;
         return false;  // a continuation out of sequence: the framing is lost
       }
       last_seq_ = seq;
@@ -61,6 +68,7 @@ bool Framer::feed(const char* p, size_t n, PacketSink& sink) {
       continued_ = len == kMaxPayload;
       if (len == 0) {
         if (!began_) start(sink, -1);
+        call_left_ = n;
         if (!finish(sink, head_)) return false;
       }
       continue;
@@ -75,6 +83,7 @@ bool Framer::feed(const char* p, size_t n, PacketSink& sink) {
         std::string_view head(p, std::min(k, keep_));
         p += k;
         n -= k;
+        call_left_ = n;
         if (!finish(sink, head)) return false;
         continue;
       }
@@ -87,6 +96,7 @@ bool Framer::feed(const char* p, size_t n, PacketSink& sink) {
     n -= take;
     if (left_ == 0) {
       hdr_n_ = 0;
+      call_left_ = n;
       if (!continued_ && !finish(sink, head_)) return false;
     }
   }

@@ -89,8 +89,12 @@ class Framer {
   // feed() call: what the socket's counter already holds of this packet and after (the dispatch counts
   // a call's bytes before it feeds them).
   uint64_t since_packet_start() const { return fed_ - start_; }
+  // Bytes of the current feed() call after the packet the sink is being told of: counted already, not
+  // this packet's (0 outside a call).
+  size_t ahead() const { return call_left_; }
 
  private:
+  bool feed_packets(const char* p, size_t n, PacketSink& sink);
   bool start(PacketSink& sink, int first);
   bool finish(PacketSink& sink, std::string_view head);
 
@@ -107,6 +111,7 @@ class Framer {
   std::string head_;
   uint64_t fed_ = 0;    // bytes given to feed() so far, the current call's included
   uint64_t start_ = 0;  // the stream offset of the current logical packet's first byte
+  size_t call_left_ = 0;
 };
 
 // Little-endian integers and length-encoded values from the front of `s` (consumed); false when `s` is
