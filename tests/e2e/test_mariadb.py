@@ -2,8 +2,8 @@
 and stops itself (tests/e2e/mariadbserver.py):
 - the C API (libmariadb) through every entry point the agent hooks: txray-test-mysql-client;
 - Python's MySQLdb (C over libmariadb): the same SQL rows;
-- Python's pymysql (pure Python over a socket): no SQL rows, only the socket's rows — what the agent can
-  see of a driver that does not use libmariadb.
+- Python's pymysql (pure Python over a socket): the same rows, from the wire parser (agent/protocols/mysql);
+  a libmariadb connection gets no second row from it.
 Clients run in process mode: one run = one transaction. Every literal value the clients send contains
 "secret"; the store file must not hold one of them."""
 import collections
@@ -193,22 +193,40 @@ class MariaDb(TxrayTestCase):
         self.assertIn("42S02", tx["error"])
         self.check_no_literals(store)
 
-    def test_python_pymysql_is_seen_as_sockets_only(self):
+    def test_python_pymysql_rows_from_the_wire(self):
         bare, traced, tx, store = self.run_python("pymysql")
         self.assertEqual(bare.returncode, 0, bare.stderr)
         self.assertEqual((traced.returncode, traced.stdout, traced.stderr), (bare.returncode, bare.stdout, bare.stderr))
         self.assertIn("streamed 4", bare.stdout)
-        # pymysql speaks the protocol itself in Python: no libmariadb call, so no SQL or DB_CONNECT row …
-        self.assertEqual(steps_of(tx, "SQL"), [])
-        self.assertEqual(steps_of(tx, "DB_CONNECT"), [])
-        # … only its connection to the server, with the bytes of every query and answer.
-        port = str(self.server.port)
-        sockets = [s for s in steps_of(tx, "SOCKET") if s["text"] == f"127.0.0.1:{port}"]
-        self.assertEqual(len(sockets), 1, [s["text"] for s in steps_of(tx, "SOCKET")])
-        closes = [s for s in steps_of(tx, "SOCKET_CLOSE") if s.get("id") == sockets[0].get("id")]
-        self.assertEqual(len(closes), 1, (sockets, steps_of(tx, "SOCKET_CLOSE")))
-        self.assertGreater(closes[0]["bytes_read"], 500)
+        # pymysql speaks the protocol itself in Python: no libmariadb call; the wire parser
+        # (agent/protocols/mysql) gives the rows MySQLdb's hooks give, once each.
+        sql = steps_of(tx, "SQL")
+        by_text = {s["text"]: s for s in sql}
+        t = "people_pymysql"
+        insert = by_text[f"INSERT INTO {t} (id, name, email) VALUES (?, ?, ?), ..."]
+        self.assertEqual(insert["changes"], 5)
+        self.assertEqual(by_text[f"SELECT id, name FROM {t} WHERE email LIKE ? ORDER BY id"]["rows"], 5)
+        self.assertEqual(by_text[f"UPDATE {t} SET name = ? WHERE id IN (?+)"]["changes"], 2)
+        missing = by_text["SELECT * FROM no_such_table WHERE name = ?"]
+        self.assertEqual((missing["status"], missing["attributes"]["sqlstate"]), (1146, "42S02"))
+        self.assertEqual(missing["error"], "ERROR 1146 (42S02): Table ? doesn't exist")
+        self.assertEqual(by_text[f"SELECT name FROM {t} WHERE id > ?"]["rows"], 4)  # SSCursor: read as it streams
+        self.assertEqual([s["text"] for s in sql if s["text"] == f"CREATE TABLE {t} (id INT PRIMARY KEY, "
+                          "name VARCHAR(?), email VARCHAR(?))"], [f"CREATE TABLE {t} (id INT PRIMARY KEY, "
+                          "name VARCHAR(?), email VARCHAR(?))"], "one row per statement")
+        [conn] = steps_of(tx, "DB_CONNECT")
+        self.assertEqual(conn["attributes"]["db.system"], "mariadb")
+        self.assertIn("42S02", tx["error"])
         self.check_no_literals(store)
+
+    def test_python_mysqldb_rows_once(self):
+        """A libmariadb connection is the hooks' alone: the wire parser adds no second row."""
+        bare, traced, tx, store = self.run_python("MySQLdb")
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        texts = [s["text"] for s in steps_of(tx, "SQL")]
+        self.assertEqual(texts.count("SELECT * FROM no_such_table WHERE name = ?"), 1, texts)
+        self.assertEqual(texts.count("SELECT name FROM people_mysqldb WHERE id > ?"), 1, texts)
+        self.assertEqual(len(steps_of(tx, "DB_CONNECT")), 1)
 
     def test_orders_sample_on_mariadb(self):
         """samples/orders with --mariadb: loads the tables on first start (bare, not traced),
