@@ -18,6 +18,7 @@
 #include "hints/hint_protocol.h"
 #include "protocols/dispatch/socket_events.h"
 #include "hooks/hook.h"
+#include "hooks/rebind.h"
 
 namespace {
 
@@ -78,6 +79,7 @@ bool format_addr(const sockaddr* sa, char* ip, size_t ip_len, int* port) {
 
 void note_accept(int fd, const sockaddr* addr, const socklen_t* len) {
   if (fd < 0 || txray::config().mode != txray::Mode::http || !txray::host_thread_enabled()) return;
+  txray::hooks::rebind();  // before the request's work: libraries loaded with RTLD_DEEPBIND (rebind.h)
   int saved = errno;
   sockaddr_storage ss;
   const sockaddr* sa = addr;
@@ -333,6 +335,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
   if (!txray::host_thread_enabled() || !format_addr(addr, ip, sizeof ip, &port)) return real(fd, addr, len);
   txray::HookGuard guard(txray::HookFamily::socket);
   if (!guard) return real(fd, addr, len);
+  txray::hooks::rebind();  // libraries loaded with RTLD_DEEPBIND since the last pass (rebind.h)
   int type = 0;
   socklen_t tl = sizeof type;
   if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) {
