@@ -211,7 +211,7 @@ std::string check_attributes(const Repeated& attrs, const Limits& l, const char*
 constexpr size_t kMaxHotPerStep = 64;
 constexpr size_t kMaxCpuStacks = 4096;
 
-bool known_kind(int k) { return k >= v1::START && k <= v1::DNS; }
+bool known_kind(int k) { return k >= v1::START && k <= v1::MEMCACHED; }
 
 std::string validate_transaction(const v1::Transaction& tx, const Limits& l) {
   if (tx.trace_id().size() != 0 && tx.trace_id().size() != 16)

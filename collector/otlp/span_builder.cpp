@@ -101,7 +101,8 @@ void put_row(Attrs& a, const v1::Step& s, int row) {
 }
 
 bool is_span_kind(v1::StepKind k) {
-  return k == v1::SQL || k == v1::HTTP_CALL || k == v1::DNS || k == v1::SOCKET || k == v1::DB_CONNECT;
+  return k == v1::SQL || k == v1::HTTP_CALL || k == v1::DNS || k == v1::SOCKET || k == v1::DB_CONNECT ||
+         k == v1::REDIS || k == v1::MEMCACHED;
 }
 
 void set_error(Span& span, const std::string& message) {
@@ -163,6 +164,18 @@ void add_step_span(Span& span, const v1::Step& s, int row, const DbMemory::Db* i
       if (u.port) put(a, "server.port", u.port);
       if (s.status() > 0) put(a, "http.response.status_code", s.status());
       if (s.status() >= 400) put(a, "error.type", std::to_string(s.status()));
+      break;
+    }
+    case v1::REDIS:
+    case v1::MEMCACHED: {
+      // OpenTelemetry's database conventions: the command is the operation, the text (command and key
+      // pattern, values never kept) the query summary.
+      const std::string* cmd = wire_attr(s.attributes(), "command");
+      span.set_kind(SK::Span_SpanKind_SPAN_KIND_CLIENT);
+      span.set_name(cmd ? *cmd : s.text());
+      put(a, "db.system.name", s.kind() == v1::REDIS ? "redis" : "memcached");
+      if (cmd) put(a, "db.operation.name", *cmd);
+      put(a, "db.query.text", s.text());
       break;
     }
     case v1::DNS:

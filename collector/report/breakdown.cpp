@@ -41,7 +41,8 @@ Split split(const TxTotals& t, int64_t call_cpu) {
 }
 
 bool is_call(const std::string& kind) {
-  return kind == "SQL" || kind == "HTTP_CALL" || kind == "DNS" || kind == "DB_CONNECT";
+  return kind == "SQL" || kind == "HTTP_CALL" || kind == "DNS" || kind == "DB_CONNECT" || kind == "REDIS" ||
+         kind == "MEMCACHED";
 }
 
 std::string row_label(const StepRow& r) {

@@ -101,6 +101,14 @@ std::string step_message(const Step& s) {
     if (!addr) addr = s.attribute("address");
     if (addr) m += " \xe2\x86\x92 " + *addr;  // →
     m += elapsed(s);
+  } else if (k == "REDIS" || k == "MEMCACHED") {
+    // a cache command: its text is the command and key pattern (docs/protocols.md)
+    m = k + " " + one_line(s.text);
+    if (const std::string* r = s.attribute("result")) m += " " + *r;
+    else if (const std::string* r = s.attribute("reply")) m += " reply=" + *r;
+    m += elapsed(s);
+    if (s.bytes_written || s.bytes_read)
+      m += " W=" + std::to_string(s.bytes_written) + ",R=" + std::to_string(s.bytes_read);
   } else if (k == "MESSAGE") {
     m = s.text.empty() ? "MESSAGE" : one_line(s.text);
     if (s.elapsed_ns > 0) m += elapsed(s);

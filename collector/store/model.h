@@ -69,7 +69,7 @@ std::string format_frame(const StackFrame& f);
 struct Step {
   int no = 0;
   int parent = -1;
-  std::string kind;  // START, END, SOCKET, SOCKET_CLOSE, MESSAGE, SQL, DB_CONNECT, HTTP_CALL, DNS
+  std::string kind;  // START, END, SOCKET, SOCKET_CLOSE, MESSAGE, SQL, DB_CONNECT, HTTP_CALL, DNS, REDIS, MEMCACHED
   int64_t start_offset_ns = 0;
   int64_t gap_ns = 0;
   int64_t cpu_ns = 0;

@@ -24,7 +24,7 @@ std::string drop_reason_name(int reason) {
 
 const char* kind_name(int kind) {
   static const char* const kNames[] = {"UNSPECIFIED", "START", "END", "SOCKET", "SOCKET_CLOSE", "MESSAGE",
-                                       "SQL", "DB_CONNECT", "HTTP_CALL", "DNS"};
+                                       "SQL", "DB_CONNECT", "HTTP_CALL", "DNS", "REDIS", "MEMCACHED"};
   if (kind < 0 || kind >= static_cast<int>(std::size(kNames))) return "UNSPECIFIED";
   return kNames[kind];
 }

@@ -101,6 +101,12 @@ std::string step_message(const Step& s) {
     if (s.callee_tx_id) m += "  -> callee #" + std::to_string(*s.callee_tx_id);
   } else if (s.kind == "DB_CONNECT") {
     m = "DB-CONNECT[" + s.text + "]" + bracket_ms(s.elapsed_ns);
+  } else if (s.kind == "REDIS" || s.kind == "MEMCACHED") {
+    m = s.kind + "[" + s.text + "]";
+    if (std::string r = attr(s.attributes, "result"); !r.empty()) m += " " + r;
+    else if (std::string r = attr(s.attributes, "reply"); !r.empty()) m += " reply=" + r;
+    if (s.bytes_read || s.bytes_written) m += " R=" + with_commas(s.bytes_read) + ",W=" + with_commas(s.bytes_written);
+    m += bracket_ms(s.elapsed_ns);
   } else if (s.kind == "DNS") {
     m = "DNS[" + s.text + "]";
     if (s.elapsed_ns) m += bracket_ms(s.elapsed_ns);
