@@ -10,6 +10,9 @@
 // marked), and a *server's* streams become transactions — the one case where TLS servers are followed
 // (HTTP/1.x over a TLS server is not).
 //
+// PostgreSQL and MySQL connections that switched to TLS after their first plaintext bytes: the plaintext
+// goes to the socket's wire client (protocols/dispatch/wire_client.h), which makes its SQL rows.
+//
 // Not here: HTTP/1.x servers, and anything while a libcurl hook runs (curl's own hook records the
 // transfer; the http_call hook family is then held).
 //
@@ -109,6 +112,9 @@ struct TlsConn {
   bool server = false;
   bool fresh = true;       // no plaintext seen yet: the first bytes tell HTTP/2 from the rest
   bool h2_active = false;  // HTTP/2: h2 (client) or h2_server (server) follows the connection
+  // A database connection that switched to TLS (PostgreSQL's SSLRequest, MySQL's SSL request): its
+  // plaintext goes to the socket's wire client (http_out::tls_plaintext), not to the HTTP trackers.
+  int wire_fd = -1;
   txray::H2Client* h2 = nullptr;
   txray::H2Sink h2_sink;
   txray::H2Server* h2_server = nullptr;
@@ -154,6 +160,15 @@ void peer_of(SSL* ssl, char* out, size_t cap) {
 void classify(TlsConn* c, SSL* ssl, const void* buf, size_t n, bool read) {
   if (!c->fresh || n == 0 || read != c->server) return;
   c->fresh = false;
+  if (!c->server) {
+    auto get_fd = TXRAY_REAL(SSL_get_fd, kSsl);
+    int fd = get_fd ? get_fd(ssl) : -1;
+    if (fd >= 0 && txray::http_out::tls_wire(fd)) {
+      c->wire_fd = fd;
+      c->tracker.make_opaque();
+      return;
+    }
+  }
   // HTTP/1.x (clients only) or else; "PRI " tells the preface from POST, PUT, PATCH.
   if (n < 4 || txray::h2::match_preface(static_cast<const char*>(buf), n) < 0) return;
   if (c->server) {
@@ -329,6 +344,10 @@ void sent(SSL* ssl, const void* buf, size_t n) {
   TlsConn* c = conn_of(ssl, true);
   if (!c) return;
   classify(c, ssl, buf, n, false);
+  if (c->wire_fd >= 0) {
+    txray::http_out::tls_plaintext(c->wire_fd, true, static_cast<const char*>(buf), n);
+    return;
+  }
   if (c->h2_active) {
     if (c->server) c->h2_server->on_write(static_cast<const char*>(buf), n);
     else c->h2->on_sent(static_cast<const char*>(buf), n, c->h2_sink);
@@ -344,6 +363,10 @@ void received(SSL* ssl, const void* buf, size_t n) {
   TlsConn* c = conn_of(ssl, is_server && is_server(ssl) == 1);
   if (!c) return;
   classify(c, ssl, buf, n, true);
+  if (c->wire_fd >= 0) {
+    txray::http_out::tls_plaintext(c->wire_fd, false, static_cast<const char*>(buf), n);
+    return;
+  }
   if (c->h2_active) {
     if (c->server) c->h2_server->on_read(static_cast<const char*>(buf), n);
     else c->h2->on_received(static_cast<const char*>(buf), n, c->h2_sink);

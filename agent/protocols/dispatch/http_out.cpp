@@ -59,6 +59,10 @@ struct HttpClientConn {
   // follows the connection instead of the HTTP trackers. Made for each such connection.
   WireClient* wire = nullptr;
   bool wire_active = false;
+  // The wire client's connection switched to TLS: the socket's bytes are records it is not fed; the
+  // plaintext comes from the OpenSSL hooks (tls_plaintext), when the program uses libssl on it.
+  bool wire_tls = false;
+  bool tls_fed = false;  // some plaintext came that way (else, at the end, the stream was not seen)
   // The connection is driven by a hooked client library (libpq, libmariadb): its statements are the
   // library hooks' rows, so no wire parser follows it (one source per statement).
   bool library = false;
@@ -133,6 +137,10 @@ bool inside_sql_library() {
 
 // The connection's wire client ends (its open rows close, with `why` as their error when not empty).
 void end_wire(HttpClientConn* c, std::string_view why) {
+  // TLS whose plaintext never came through libssl (a runtime with its own TLS, such as the JVM's, or an
+  // SSL object on memory BIOs, which names no socket): the statements were not seen.
+  if (c->wire_active && c->wire_tls && !c->tls_fed) counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
+  c->wire_tls = c->tls_fed = false;
   if (c->wire && c->wire_active) c->wire->on_end(why);
   delete c->wire;
   c->wire = nullptr;
@@ -160,9 +168,8 @@ void check_wire(FdSlot* s, HttpClientConn* c) {
   if (c->wire->stopped()) {
     end_wire(c, {});
   } else if (c->wire->tls_started()) {
-    // The plaintext of TLS is seen only through libssl's hooks, which do not feed wire clients yet.
-    counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
-    end_wire(c, {});
+    c->wire_tls = true;  // the records are not fed; the plaintext may come through the OpenSSL hooks
+    return;
   } else {
     return;
   }
@@ -179,7 +186,7 @@ void wire_sent(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, size_t n
     let_go_if_not_http(s, c);
     return;
   }
-  for (int i = 0; i < cnt && n > 0 && c->wire_active; ++i) {
+  for (int i = 0; i < cnt && n > 0 && c->wire_active && !c->wire_tls; ++i) {
     size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
     if (take) c->wire->on_sent(static_cast<const char*>(iov[i].iov_base), take);
     n -= take;
@@ -233,6 +240,7 @@ void wire_received(FdSlot* s, HttpClientConn* c, const char* p, size_t n) {
     let_go_if_not_http(s, c);
     return;
   }
+  if (c->wire_tls) return;  // TLS records: the plaintext comes through tls_plaintext()
   c->wire->on_received(p, n);
   check_wire(s, c);
 }
@@ -750,6 +758,32 @@ void on_close(FdSlot* s, int fd) {
   c->tracker = HttpClientTracker{};
   c->inj.clear();
   errno = saved;
+}
+
+bool tls_wire(int fd) {
+  FdSlot* s = fds::peek(fd);
+  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::outbound || !has_client(s)) return false;
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  Busy b(c);
+  return b && c->wire_active && c->wire_tls;
+}
+
+bool tls_plaintext(int fd, bool sent, const char* p, size_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::outbound || !has_client(s)) return false;
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  Busy b(c);
+  if (!b || !c->wire_active || !c->wire_tls) return false;
+  int saved = errno;
+  c->tls_fed = true;
+  if (sent) c->wire->on_sent(p, n);
+  else c->wire->on_received(p, n);
+  if (c->wire->stopped()) {
+    end_wire(c, {});
+    let_go_if_not_http(s, c);
+  }
+  errno = saved;
+  return true;
 }
 
 }  // namespace http_out

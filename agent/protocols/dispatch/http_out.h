@@ -95,6 +95,13 @@ void on_sentv(FdSlot* s, const iovec* iov, int cnt, size_t n);
 void on_sent_opaque(FdSlot* s, uint64_t n);  // sendfile
 void on_received(FdSlot* s, const char* p, size_t n);
 void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n);
+// A wire client (wire_client.h) whose connection switched to TLS takes the plaintext from the OpenSSL
+// hooks: tls_wire(fd) tells whether socket fd has such a client waiting (asked once, at the SSL object's
+// first plaintext), tls_plaintext() feeds it the program's plaintext written (sent) or read. False: no
+// such client (the SSL hooks follow the connection as HTTPS themselves).
+bool tls_wire(int fd);
+bool tls_plaintext(int fd, bool sent, const char* p, size_t n);
+
 // The peer ended the stream (read returned 0) / the program closes the socket: ends its calls.
 void on_eof(FdSlot* s);
 void on_close(FdSlot* s, int fd);  // fd: its hint-board slot is emptied
