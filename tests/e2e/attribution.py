@@ -10,16 +10,15 @@ once. Many keep-alive clients at once send a unique id per request. Then, over t
            front app (`txray show --unattributed --json --app APP`), and those are the missing ids.
 With sql=True the same is checked for the SQL row whose text carries the id (`req_<id>`).
 """
-import http.client
 import json
 import os
 import signal
 import sqlite3
 import subprocess
-import threading
 import time
 
-from txraytest import PYTHON, SOURCE_DIR, TXRAY, Collector, bare_env, free_port, show_json, wait_for, wait_port
+from txraytest import (PYTHON, SOURCE_DIR, TXRAY, Collector, bare_env, count_transactions, free_port, get_all, show_json,
+                       wait_for, wait_port)
 
 ATTR = os.path.join(SOURCE_DIR, "tests", "e2e", "attr")
 CONNECTIONS = 24
@@ -27,46 +26,15 @@ REQUESTS = 480
 
 
 def drive(port, requests=REQUESTS, connections=CONNECTIONS):
-    """GET /r/<i>, i in 0..requests-1, over `connections` keep-alive clients at once; {i: body}."""
-    out, errors = {}, []
-    lock = threading.Lock()
-
-    def client(k):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        try:
-            for i in range(k, requests, connections):
-                conn.request("GET", f"/r/{i}")
-                r = conn.getresponse()
-                body = r.read().decode()
-                with lock:
-                    out[i] = body
-        except Exception as e:  # noqa: BLE001 — reported below
-            errors.append(repr(e))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(connections)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    """GET /r/<i> over `connections` keep-alive clients at once; {i: body}."""
+    out, errors = get_all(port, [f"/r/{i}" for i in range(requests)], connections)
     if errors:
         raise AssertionError(f"client errors: {errors[:3]}")
-    return out
+    return {int(p.rsplit("/", 1)[1]): body for p, (_, body) in out.items()}
 
 
 def count_front(db, app):
-    if not os.path.exists(db):
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT count(*) FROM transactions WHERE app = ? AND name LIKE 'GET /r/%'",
-                               (app,)).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
+    return count_transactions(db, app, "GET /r/%")
 
 
 def unattributed_steps(db, app):

@@ -14,18 +14,16 @@ to the back-end, whose paths name it too. Under 8 concurrent keep-alive clients,
 - pm = static, dynamic, ondemand, and static with pm.max_requests (workers recycled after a few
   requests: the transactions of a worker's last requests are sent at its exit, none is lost).
 """
-import http.client
 import json
 import os
 import shutil
 import signal
 import subprocess
-import threading
 import unittest
 
 import pgserver
 from attribution import ATTR
-from txraytest import (PYTHON, TXRAY, Collector, TxrayTestCase, agent_env, bare_env, free_port, show_json,
+from txraytest import (PYTHON, TXRAY, Collector, TxrayTestCase, get_all, agent_env, bare_env, free_port, show_json,
                        wait_for, wait_port)
 
 NGINX = "/usr/sbin/nginx"
@@ -98,31 +96,10 @@ PM = {
 
 def drive(port, requests=REQUESTS, connections=CONNECTIONS):
     """GET /r/<i> over `connections` keep-alive clients at once; {i: (status, body)}."""
-    out, errors = {}, []
-    lock = threading.Lock()
-
-    def client(k):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        try:
-            for i in range(k, requests, connections):
-                conn.request("GET", f"/r/{i}")
-                r = conn.getresponse()
-                body = r.read().decode()
-                with lock:
-                    out[i] = (r.status, body)
-        except Exception as e:  # noqa: BLE001 — reported below
-            errors.append(repr(e))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(connections)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    out, errors = get_all(port, [f"/r/{i}" for i in range(requests)], connections)
     if errors:
         raise AssertionError(f"client errors: {errors[:3]}")
-    return out
+    return {int(p.rsplit("/", 1)[1]): answer for p, answer in out.items()}
 
 
 def attr(t, key):

@@ -10,19 +10,16 @@ the row is in the right transaction: >= 99% of requests hold exactly their own r
 transaction holds another request's row. With the default mask the same rows carry no value. A missing
 table's row shows SQLSTATE 42S02."""
 import collections
-import http.client
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
-import threading
 import time
 import unittest
 
 from mariadbserver import MariaDbServer, available
 from txraytest import (AGENT, PYTHON, SOURCE_DIR, TXRAY, Collector, TxrayTestCase, bare_env, free_port, show_json,
-                       wait_for, wait_port)
+                       wait_for, wait_port, count_transactions, get_all)
 
 HERE = os.path.join(SOURCE_DIR, "tests", "e2e", "wire_mysql")
 NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "e2e", "drivers", "node_modules")
@@ -37,42 +34,13 @@ def have_pymysql():
 
 
 def count_app(db, app):
-    if not os.path.exists(db):
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT count(*) FROM transactions WHERE app = ? AND kind IS NOT 'unattributed'",
-                               (app,)).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
+    return count_transactions(db, app)
 
 
 def drive(port, paths):
-    """GET every path, CLIENTS keep-alive connections at once; {path: body}."""
-    out, errors, lock = {}, [], threading.Lock()
-
-    def client(k):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        try:
-            for p in paths[k::CLIENTS]:
-                conn.request("GET", p)
-                body = conn.getresponse().read().decode()
-                with lock:
-                    out[p] = body
-        except Exception as e:  # noqa: BLE001 — reported by the caller's checks
-            errors.append(repr(e))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out, errors
+    """GET every path, CLIENTS keep-alive connections at once; ({path: body}, [errors])."""
+    out, errors = get_all(port, paths, CLIENTS)
+    return {p: body for p, (_, body) in out.items()}, errors
 
 
 @unittest.skipUnless(available() and os.path.exists(AGENT), "needs mariadb-server and the agent")

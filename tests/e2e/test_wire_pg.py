@@ -13,7 +13,6 @@ with database and user.
 And libpq clients (pgbench -M simple / extended / prepared, psql), whose connections the dispatch leaves
 to the libpq hooks: the same statements and counts as the hooks alone give, no statement twice."""
 import collections
-import http.client
 import json
 import os
 import re
@@ -21,14 +20,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from pgserver import PGBENCH, PSQL, PgServer  # noqa: E402
 from txraytest import (AGENT, SOURCE_DIR, TXRAY, Collector, TxrayTestCase, agent_env, bare_env, show_json,  # noqa: E402
-                       wait_for, wait_port, free_port, wait_transactions)
+                       wait_for, wait_port, free_port, wait_transactions, count_transactions, get_all)
 
 PY = "/usr/bin/python3"  # Debian's python3-asyncpg installs for it (PITFALLS)
 NODE = "/usr/bin/node"
@@ -154,44 +152,14 @@ def drive(port):
     """GET /r/<i> for every i < REQUESTS and /bad/<i> for REQUESTS <= i < REQUESTS + BAD over CLIENTS keep-alive
     connections at once; {path: (status, body)}."""
     paths = [f"/r/{i}" for i in range(REQUESTS)] + [f"/bad/{i}" for i in range(REQUESTS, REQUESTS + BAD)]
-    out, errors, lock = {}, [], threading.Lock()
-
-    def client(k):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        try:
-            for path in paths[k::CLIENTS]:
-                conn.request("GET", path)
-                r = conn.getresponse()
-                body = r.read().decode()
-                with lock:
-                    out[path] = (r.status, body)
-        except Exception as e:  # noqa: BLE001 — reported below
-            errors.append(repr(e))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    out, errors = get_all(port, paths, CLIENTS)
     if errors:
         raise AssertionError(f"client errors: {errors[:3]}")
     return out
 
 
 def count_app(db, app):
-    if not os.path.exists(db):
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT count(*) FROM transactions WHERE app = ? AND name LIKE 'GET /%'",
-                               (app,)).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
+    return count_transactions(db, app, "GET /%")
 
 
 def connect_rows(db, app):

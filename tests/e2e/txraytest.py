@@ -181,19 +181,55 @@ def show_text(db, *args):
                           capture_output=True, text=True).stdout
 
 
-def count_transactions(db):
+def count_transactions(db, app=None, name_like=None):
+    """Transactions stored in db so far (0 while it does not exist), of one app and with names LIKE a
+    pattern when given."""
     import sqlite3
     if not os.path.exists(db):
         return 0
+    # Containers of unattributed steps (kind 'unattributed') are no transactions.
+    sql, args = "SELECT count(*) FROM transactions WHERE kind IS NOT 'unattributed'", []
+    if app is not None:
+        sql, args = sql + " AND app = ?", args + [app]
+    if name_like is not None:
+        sql, args = sql + " AND name LIKE ?", args + [name_like]
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            # Containers of unattributed steps (kind 'unattributed') are no transactions.
-            return con.execute("SELECT count(*) FROM transactions WHERE kind IS NOT 'unattributed'").fetchone()[0]
+            return con.execute(sql, args).fetchone()[0]
         finally:
             con.close()
     except sqlite3.Error:
         return 0
+
+
+def get_all(port, paths, clients):
+    """GETs every path on 127.0.0.1:port over `clients` keep-alive connections at once (paths dealt out in
+    turn); returns ({path: (status, body)}, [errors])."""
+    import http.client
+    import threading
+    out, errors, lock = {}, [], threading.Lock()
+
+    def client(k):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            for p in paths[k::clients]:
+                conn.request("GET", p)
+                r = conn.getresponse()
+                body = r.read().decode()
+                with lock:
+                    out[p] = (r.status, body)
+        except Exception as e:  # noqa: BLE001 — the caller reports them
+            errors.append(repr(e))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out, errors
 
 
 def wait_transactions(db, n, timeout=30.0):
