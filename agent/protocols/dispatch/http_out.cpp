@@ -179,13 +179,16 @@ void check_wire(FdSlot* s, HttpClientConn* c) {
 // The program's bytes on a wire connection. A write or read made inside a hooked SQL library means the
 // library drives it after all (a libpq connection opened with PQconnectStart, which is not hooked): the
 // wire client ends and the library's hooks are the statements' only source.
+bool library_took_over(FdSlot* s, HttpClientConn* c) {
+  if (!inside_sql_library()) return false;
+  c->library = true;
+  end_wire(c, {});
+  let_go_if_not_http(s, c);
+  return true;
+}
+
 void wire_sent(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
-  if (inside_sql_library()) {
-    c->library = true;
-    end_wire(c, {});
-    let_go_if_not_http(s, c);
-    return;
-  }
+  if (library_took_over(s, c)) return;
   for (int i = 0; i < cnt && n > 0 && c->wire_active && !c->wire_tls; ++i) {
     size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
     if (take) c->wire->on_sent(static_cast<const char*>(iov[i].iov_base), take);
@@ -234,12 +237,7 @@ bool wire_write_through(FdSlot* s, HttpClientConn* c, int fd, const iovec* iov, 
 }
 
 void wire_received(FdSlot* s, HttpClientConn* c, const char* p, size_t n) {
-  if (inside_sql_library()) {
-    c->library = true;
-    end_wire(c, {});
-    let_go_if_not_http(s, c);
-    return;
-  }
+  if (library_took_over(s, c)) return;
   if (c->wire_tls) return;  // TLS records: the plaintext comes through tls_plaintext()
   c->wire->on_received(p, n);
   check_wire(s, c);
@@ -760,18 +758,25 @@ void on_close(FdSlot* s, int fd) {
   errno = saved;
 }
 
+namespace {
+// The client state of outbound socket fd while the agent follows it, else nullptr (with *slot set).
+HttpClientConn* followed_conn(int fd, FdSlot** slot) {
+  FdSlot* s = *slot = fds::peek(fd);
+  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::outbound || !has_client(s)) return nullptr;
+  return s->client.load(std::memory_order_acquire);
+}
+}  // namespace
+
 bool tls_wire(int fd) {
-  FdSlot* s = fds::peek(fd);
-  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::outbound || !has_client(s)) return false;
-  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  FdSlot* s;
+  HttpClientConn* c = followed_conn(fd, &s);
   Busy b(c);
   return b && c->wire_active && c->wire_tls;
 }
 
 bool tls_plaintext(int fd, bool sent, const char* p, size_t n) {
-  FdSlot* s = fds::peek(fd);
-  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::outbound || !has_client(s)) return false;
-  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  FdSlot* s;
+  HttpClientConn* c = followed_conn(fd, &s);
   Busy b(c);
   if (!b || !c->wire_active || !c->wire_tls) return false;
   int saved = errno;
