@@ -41,6 +41,10 @@ TEST_PKGS=(
   # mysql2 come from npm: tests/e2e/drivers)
   python3-asyncpg libpostgresql-jdbc-java libmariadb-java php8.2-cli php8.2-mysql
   php8.2-fpm php8.2-curl php8.2-pgsql uwsgi-core uwsgi-plugin-python3  # FastCGI / uwsgi fronted by nginx (tests/e2e/test_php_fpm.py, test_uwsgi.py)
+  python3-pg8000                  # a pure-Python PostgreSQL driver with TLS through Python's ssl (OpenSSL): test_wire_tls.py
+  # Caches and their clients (tests/e2e/test_cache_*.py; node-redis comes from npm: tests/e2e/drivers)
+  redis-server redis-tools python3-redis php8.2-redis   # redis-cli and redis-benchmark speak through hiredis
+  memcached libmemcached-tools python3-pymemcache
 )
 
 WITH_TESTS=0
