@@ -23,7 +23,7 @@ void counters_of(const FdSlot* slot, uint64_t* read, uint64_t* written) {
 void open_row(WireRow& r, Transaction* tx, const StatementText& t, std::string_view params, const FdSlot* slot) {
   r = WireRow{};
   if (!tx) return;
-  r.step = rec::open(tx, StepKind::SQL);
+  r.step = rec::open_unnested(tx, StepKind::SQL);
   if (!r.step) return;
   rec::set_text(r.step, t.text);
   rec::set_fingerprint(r.step, t.fingerprint);

@@ -6,6 +6,10 @@
 // completes it is read — often on another thread or in another event-loop turn than the request's own,
 // which is why every call here checks rec::usable() first and does nothing with a ref that is not (a
 // request that ended meanwhile: its rows were closed when it ended).
+//
+// A row is nobody's parent and closes alone (rec::open_unnested): a driver that pipelines statements
+// (asyncpg's executemany, JDBC's batches, several messages before one Sync) has them all open at once,
+// each until its own reply, side by side rather than each inside the one before.
 #pragma once
 
 #include <cstdint>

@@ -437,6 +437,137 @@ TEST_F(PgClientTest, PsqlSimpleQueriesAndCopy) {
             "sqlstate=42703\n");
 }
 
+// --- pipelines: siblings, each with its own span ----------------------------------------------------------
+
+namespace {
+
+// One message of a capture, framed by the test itself (not by the parser under test): where it ends in
+// the whole conversation, counting the bytes of both directions in replay order.
+struct Framed {
+  size_t chunk;
+  bool sent;
+  char type;     // 0: an untyped message (SSLRequest, StartupMessage)
+  uint64_t end;  // bytes of the conversation fed when its last byte is
+};
+
+std::vector<Framed> frame_capture(const std::vector<Chunk>& chunks) {
+  std::vector<Framed> out;
+  std::string front, back;
+  bool untyped = true, answer = false;
+  uint64_t fed = 0;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    for (char ch : chunks[i].bytes) {
+      ++fed;
+      bool sent = chunks[i].sent;
+      std::string& buf = sent ? front : back;
+      buf.push_back(ch);
+      if (sent && untyped) {
+        if (buf.size() >= 8 && buf.size() == be32(buf.data())) {
+          bool ssl = buf.size() == 8 && be32(buf.data() + 4) == kSslRequest;
+          untyped = answer = ssl;  // after an SSLRequest: its one-byte answer, then the StartupMessage
+          out.push_back({i, true, 0, fed});
+          buf.clear();
+        }
+      } else if (!sent && answer) {
+        answer = false;
+        out.push_back({i, false, buf[0], fed});
+        buf.clear();
+      } else if (buf.size() >= 5 && buf.size() == 1 + uint64_t(be32(buf.data() + 1))) {
+        out.push_back({i, sent, buf[0], fed});
+        buf.clear();
+      }
+    }
+  return out;
+}
+
+int depth_of(const Transaction& t, const Step& s) {
+  int d = 0;
+  for (int32_t p = s.parent; p >= 0 && size_t(p) < t.steps.size() && d < 64; p = t.steps[size_t(p)].parent) ++d;
+  return d;
+}
+
+}  // namespace
+
+// The write of a capture that carries the most Binds (a driver's batch: asyncpg's executemany, JDBC's
+// executeBatch) and the read after it: `n` statements of `text`, each a row of its own beside the others
+// — none the parent of the next — that opens at its first message and closes at its own CommandComplete. The
+// capture is fed one byte at a time with the clock one nanosecond on per byte, so a row's start and
+// elapsed say exactly which bytes opened and closed it.
+class PgPipelineTest : public PgClientTest {
+ protected:
+  void expect_siblings(const std::string& capture, const std::string& text, size_t n) {
+    std::vector<Chunk> chunks = load(capture);
+    std::vector<Framed> msgs = frame_capture(chunks);
+    size_t batch = 0, most = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      size_t b = 0;
+      for (const Framed& m : msgs) b += m.chunk == i && m.sent && m.type == 'B';
+      if (b > most) most = b, batch = i;
+    }
+    std::vector<uint64_t> binds, completes;
+    for (const Framed& m : msgs) {
+      if (m.chunk == batch && m.type == 'B') binds.push_back(m.end);
+      if (m.chunk == batch + 1 && !m.sent && m.type == 'C') completes.push_back(m.end);
+    }
+    ASSERT_EQ(binds.size(), n) << capture;
+    ASSERT_EQ(completes.size(), n) << capture;
+    // A statement's first message opens its row: the first Bind's statement began at its Parse when no
+    // Sync came between (asyncpg: Parse, Describe, Flush, then the batch), else at the Bind (JDBC's Parse
+    // had a Sync of its own: a PREPARE row apart).
+    for (size_t i = msgs.size(); i-- > 0;) {
+      const Framed& m = msgs[i];
+      if (!m.sent || m.end >= binds[0]) continue;
+      if (m.type == 'P') binds[0] = m.end;
+      if (m.type != 'D' && m.type != 'H') break;
+    }
+
+    uint64_t t0 = test::FakeClock::mono;
+    Transaction* t = begin();
+    auto c = conn();
+    for (const Chunk& ch : chunks)
+      for (char b : ch.bytes) {
+        test::FakeClock::advance(1);
+        ch.sent ? sent(*c, std::string(1, b)) : received(*c, std::string(1, b));
+      }
+    EXPECT_FALSE(c->stopped());
+    c->on_end("");
+    c.reset();
+    const Transaction& done = end(t);
+
+    std::vector<const Step*> rows;
+    uint64_t sql_ns = 0;
+    uint32_t sql_count = 0;
+    for (const Step& s : done.steps) {
+      if (s.kind != StepKind::SQL) continue;
+      sql_ns += s.elapsed_ns;
+      ++sql_count;
+      EXPECT_EQ(depth_of(done, s), 0) << s.text.view();
+      if (s.text.view() == text) rows.push_back(&s);
+    }
+    ASSERT_EQ(rows.size(), n) << describe(done);
+    for (size_t k = 0; k < n; ++k) {
+      EXPECT_EQ(rows[k]->parent, -1) << "statement " << k;
+      EXPECT_FALSE(rows[k]->open);
+      EXPECT_EQ(rows[k]->start_mono_ns, t0 + binds[k]) << "statement " << k;
+      EXPECT_EQ(rows[k]->elapsed_ns, completes[k] - binds[k]) << "statement " << k;
+      EXPECT_EQ(rows[k]->changes, 1);
+    }
+    // They overlap: every one was written before the first reply came.
+    EXPECT_LT(binds[n - 1], completes[0]);
+    EXPECT_EQ(done.totals.sql_ns, sql_ns);
+    EXPECT_EQ(done.totals.sql_count, sql_count);
+    EXPECT_TRUE(done.summary.empty());
+  }
+};
+
+TEST_F(PgPipelineTest, AsyncpgExecutemanyRowsAreSiblings) {
+  expect_siblings("asyncpg-0", "INSERT INTO items (id, name) VALUES ($1, $2)", 3);
+}
+
+TEST_F(PgPipelineTest, JdbcBatchRowsAreSiblings) {
+  expect_siblings("jdbc-0", "INSERT INTO items (id, name) VALUES ($1, $2)", 3);
+}
+
 // --- what the captures do not show ---------------------------------------------------------------------
 
 TEST_F(PgClientTest, PipelineErrorSkipsToSync) {
