@@ -2,7 +2,9 @@
 real MariaDB server (mariadbserver.py), each front under `txray run` answering many concurrent requests
 with a unique id per request (tests/e2e/wire_mysql/):
 - PyMySQL in a threaded http.server (text queries, the value interpolated client-side);
-- Node's mysql2 in an http server with a pool (pool.query and pool.execute: a prepared statement);
+- Node's mysql2 in an http server with a pool (pool.query and pool.execute: a prepared statement), and
+  its promise API (pool.query, pool.execute, getConnection + release) beside one connection that every
+  request shares (commands queued behind each other, written from the previous reply's callback);
 - MariaDB Connector/J in a JDK HttpServer with 8 worker threads (client-side and server-side prepares);
 - PHP's PDO over mysqlnd, in process mode: one php process per request (emulated and native prepares).
 With TXRAY_SQL=raw the row carries the request's own id (in the text, or in attribute binds), which proves
@@ -145,20 +147,29 @@ class WireMysql(TxrayTestCase):
     # --- mysql2 --------------------------------------------------------------------------------------
 
     @unittest.skipUnless(shutil.which("node") and os.path.isdir(os.path.join(NODE_MODULES, "mysql2")), "needs mysql2")
-    @unittest.skip("known gap: 218 of 288 mysql2 requests hold their row (0 in a wrong request); the rest are "
-                   "unattributed — mysql2 writes from callbacks whose context the Node shim cannot name yet")
     def test_node_mysql2(self):
         texts = {"q": "SELECT name FROM people WHERE id = ?", "x": "SELECT name FROM people WHERE id = ?",
                  "bad": "SELECT name FROM missing_table WHERE id = ?"}
         cmd = [shutil.which("node"), os.path.join(HERE, "node_front.js"), "{port}", "{db}", NODE_MODULES]
         reqs, txs = self.run_front("node-wire", cmd, ["q", "x", "bad"], {"TXRAY_SQL": "raw"})
         self.check_rows("mysql2 raw", reqs, txs, True, texts)
-        # pool.execute: a binary bind, masked to its kind by default.
+        # pool.execute: a binary bind, masked to its kind by default (mysql2 sends a JavaScript number
+        # as a DOUBLE).
         reqs, txs = self.run_front("node-wire-mask", cmd, ["x"])
         self.check_rows("mysql2 mask", reqs, txs, False, texts)
         binds = {s.get("attributes", {}).get("binds") for t in txs.values() for s in t["steps"]
                  if s["kind"] == "SQL" and not s["text"].startswith("PREPARE")}
-        self.assertEqual(binds, {"int"})
+        self.assertEqual(binds, {"real"})
+
+    @unittest.skipUnless(shutil.which("node") and os.path.isdir(os.path.join(NODE_MODULES, "mysql2")), "needs mysql2")
+    def test_node_mysql2_promise(self):
+        """The promise API (pool.query, pool.execute, getConnection + release with fewer connections than
+        clients) and one connection shared by every request, whose commands all wait in its queue."""
+        sql = "SELECT name FROM people WHERE id = ?"
+        texts = {k: sql for k in ("pq", "px", "pc", "one")}
+        cmd = [shutil.which("node"), os.path.join(HERE, "node_promise_front.js"), "{port}", "{db}", NODE_MODULES]
+        reqs, txs = self.run_front("node-wire-promise", cmd, list(texts), {"TXRAY_SQL": "raw"})
+        self.check_rows("mysql2 promise raw", reqs, txs, True, texts)
 
     # --- Connector/J ---------------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@
 //     global fetch (undici): token at undici:request:create (the caller's async context), hint at
 //       undici:client:sendHeaders, which undici publishes just before it writes the head
 //     other client sockets (database drivers): the caller's context at each net.Socket write
+//     mysql2: the caller's context when a command is queued (addCommand; a pool's getConnection
+//       callback runs in its caller's), named at the connection's writes while that command is current
 // Nothing it does may ever throw into the program: every entry point catches, and an unexpected error
 // switches the shim off.
 
@@ -169,6 +171,7 @@ function install() {
   let proven = 0;            // calls found without AsyncLocalStorage, and requests finished
   let promisesUsed = false;  // a call was found through the promise hooks
   let serverResource = null; // the prototype of Node's HTTPServerAsyncResource
+  let forced = null;         // while a callback bound to its caller's context runs: that context
   state.propagating = () => alsOn;
 
   // The context of the request whose handler runs now (way 1), or null.
@@ -255,6 +258,7 @@ function install() {
 
   // The context of the request a call made now belongs to, or null.
   function callContext() {
+    if (forced !== null) return forced;
     const inPromise = stopPromiseHooks !== null && promiseDepth > 0;
     const ctx = inPromise ? promiseContext : handlerContext();
     if (ctx !== null) {
@@ -356,6 +360,107 @@ function install() {
     } catch { off(); }
     return orig.apply(this, arguments);
   });
+
+  // Drivers that queue commands per connection (mysql2): a command queued behind another is written
+  // from the socket's 'data' callback when the previous reply ends, and a pool hands a waiting caller
+  // its connection from the callback of the request that released it — neither is the caller's
+  // context. So the context is taken when the caller hands the command over, kept with the command,
+  // and written in the board slot by the connection's own write while that command is current.
+  // The driver's classes are found when its package is loaded (Module._load is wrapped: two property
+  // reads per require), by their shape rather than their path, so that any copy of it is found.
+  const NOBODY = { fd: -1, n: -1, token: '' };  // a slot's "nobody's": the write is made for no request
+  const patched = new WeakSet();
+  const commandContext = new WeakMap();  // a mysql2 command -> the context of the call that queued it
+
+  // The callback runs in ctx, whatever context calls it (a pool's queue, another request's release).
+  function bound(ctx, fn) {
+    return function () {
+      const prev = forced;
+      forced = ctx;
+      try {
+        return fn.apply(this, arguments);
+      } finally {
+        forced = prev;
+      }
+    };
+  }
+
+  // The prototype on proto's chain that defines name itself, or null.
+  function ownerOf(proto, name) {
+    for (let p = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+      if (Object.prototype.hasOwnProperty.call(p, name)) return p;
+    }
+    return null;
+  }
+  // obj's own data property name when it is a function (no getter is ever run), else undefined.
+  function ownFunction(obj, name) {
+    const d = Object.getOwnPropertyDescriptor(obj, name);
+    return d !== undefined && typeof d.value === 'function' ? d.value : undefined;
+  }
+
+  // mysql2's connection (the base class every Connection and PoolConnection shares): addCommand is
+  // called by the code that issued the command (query, execute, prepare, ping, the handshake), write
+  // for every packet, with the command being executed in _command.
+  function patchMysql2Connection(C) {
+    const p = ownerOf(C.prototype, 'addCommand');
+    if (p === null || patched.has(p) || typeof p.write !== 'function' || typeof p.handlePacket !== 'function') return;
+    patched.add(p);
+    wrap(p, 'addCommand', (orig) => function addCommand(cmd) {
+      try {
+        if (state.active && cmd !== null && typeof cmd === 'object') {
+          const ctx = callContext();
+          commandContext.set(cmd, ctx === null ? NOBODY : ctx);
+        }
+      } catch { off(); }
+      return orig.apply(this, arguments);
+    });
+    wrap(p, 'write', (orig) => function write() {
+      try {
+        const cmd = this._command;
+        if (state.active && cmd != null) {
+          const ctx = commandContext.get(cmd);
+          if (ctx !== undefined && this.stream) sendOutbound(this.stream, ctx);
+        }
+      } catch { off(); }
+      return orig.apply(this, arguments);
+    });
+  }
+
+  // mysql2's pool: getConnection's callback (pool.query's and pool.execute's too) runs in its caller's
+  // context, so that the command it queues is the caller's.
+  function patchMysql2Pool(P) {
+    const p = ownerOf(P.prototype, 'getConnection');
+    if (p === null || patched.has(p) || typeof p.releaseConnection !== 'function') return;
+    patched.add(p);
+    wrap(p, 'getConnection', (orig) => function getConnection(cb) {
+      try {
+        if (state.active && typeof cb === 'function') {
+          const ctx = callContext();
+          if (ctx !== null) arguments[0] = bound(ctx, cb);
+        }
+      } catch { off(); }
+      return orig.apply(this, arguments);
+    });
+  }
+
+  function patchDrivers() {
+    const Module = require('module');
+    wrap(Module, '_load', (orig) => function _load() {
+      const exports = orig.apply(this, arguments);
+      try {
+        if (state.active && exports !== null && (typeof exports === 'object' || typeof exports === 'function')) {
+          const C = ownFunction(exports, 'Connection');
+          if (C !== undefined && ownFunction(exports, 'createPool') !== undefined) {  // mysql2's entry
+            patchMysql2Connection(C);
+            const P = ownFunction(exports, 'Pool');
+            if (P !== undefined) patchMysql2Pool(P);
+          }
+        }
+      } catch { /* not a driver's exports */ }
+      return exports;
+    });
+  }
+  patchDrivers();
 
   // Global fetch (undici).
   subscribe('undici:request:create', guarded(({ request }) => {
