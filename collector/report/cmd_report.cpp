@@ -37,7 +37,7 @@ int report_main(int argc, char** argv) {
   std::vector<std::string> tables = report::table_names();
   tables.insert(tables.end(), report::compare_table_names().begin(), report::compare_table_names().end());
   app.add_option("--table", opt.table,
-                 "csv: one table (summary, slowest, names, sql, calls, repeated, histogram; with a baseline also "
+                 "csv: one table (summary, slowest, names, sql, calls, cache, repeated, histogram; with a baseline also "
                  "compare_summary, compare, compare_changes, compare_steps)")
       ->check(CLI::IsMember(tables));
   app.add_option("--baseline-since", b_since, "compare with a baseline: transactions ending at or after T");

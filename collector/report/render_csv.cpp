@@ -180,6 +180,15 @@ Table csv_table(const Report& r, const std::string& name) {
     return groups_table(r.sql, false);
   } else if (name == "calls") {
     return groups_table(r.calls, true);
+  } else if (name == "cache") {
+    tb.header = {"rank", "system", "key", "calls", "summarized", "misses", "transactions", "total_ms", "share",
+                 "avg_ms", "p95_ms", "max_ms", "errors", "example"};
+    for (size_t i = 0; i < r.cache.size(); ++i) {
+      const auto& g = r.cache[i];
+      tb.rows.push_back({num(static_cast<int64_t>(i + 1)), g.host, g.key, num(g.calls), num(g.summarized),
+                         num(g.misses), num(g.transactions), ms(g.total_ns), frac(g.share), ms(g.avg_ns),
+                         ms(g.p95_ns), ms(g.max_ns), num(g.errors), g.example});
+    }
   } else if (name == "repeated") {
     tb.header = {"kind", "key", "transactions", "executions", "max_per_tx", "total_ms", "worst_transactions",
                  "example"};

@@ -142,6 +142,25 @@ void histogram_svg(std::ostream& o, const std::vector<Bucket>& bs) {
   o << "</svg>";
 }
 
+void cache_table(std::ostream& o, const std::vector<CallGroup>& gs) {
+  if (gs.empty()) {
+    o << "<p class=\"note\">No cache commands.</p>";
+    return;
+  }
+  o << "<table><tr><th class=n>Rank</th><th>System</th><th>Command</th><th class=n>Calls</th><th class=n>Misses</th>"
+       "<th class=n>Total ms</th><th class=n>Share</th><th class=n>Avg ms</th><th class=n>p95 ms</th>"
+       "<th class=n>Max ms</th><th class=n>Errors</th></tr>";
+  for (size_t i = 0; i < gs.size(); ++i) {
+    const auto& g = gs[i];
+    o << "<tr><td class=n>" << i + 1 << "</td><td>" << h(g.host) << "</td><td class=code>" << hs(g.example, 200)
+      << "</td><td class=n>" << fmt_count(g.calls) << (g.summarized ? " (" + fmt_count(g.summarized) + " folded)" : "")
+      << "</td><td class=n>" << fmt_count(g.misses) << "</td><td class=n>" << fmt_ms(g.total_ns) << "</td><td class=n>"
+      << fmt_pct(g.share) << "</td><td class=n>" << fmt_ms(g.avg_ns) << "</td><td class=n>" << fmt_ms(g.p95_ns)
+      << "</td><td class=n>" << fmt_ms(g.max_ns) << "</td><td class=n>" << fmt_count(g.errors) << "</td></tr>";
+  }
+  o << "</table>";
+}
+
 void group_table(std::ostream& o, const std::vector<CallGroup>& gs, bool is_call) {
   if (gs.empty()) {
     o << "<p class=\"note\">" << (is_call ? "No outbound calls." : "No SQL statements.") << "</p>";
@@ -381,6 +400,8 @@ void render_html(const Report& r, std::ostream& o) {
   group_table(o, r.sql, false);
   o << "<h2>Outbound calls by host and path" << shown(r.calls.size(), r.call_groups) << "</h2>";
   group_table(o, r.calls, true);
+  o << "<h2>Cache commands by pattern" << shown(r.cache.size(), r.cache_groups) << "</h2>";
+  cache_table(o, r.cache);
   o << "<p class=note>p95 and max cover the calls recorded as steps; calls folded past the per-transaction step "
        "limit count in calls, total and average only.</p>";
 

@@ -9,7 +9,9 @@ using json = nlohmann::ordered_json;
 
 double ms(int64_t ns) { return to_ms(ns); }
 
-json group_json(const CallGroup& g, size_t rank, bool is_call) {
+enum class Group { Sql, Call, Cache };
+
+json group_json(const CallGroup& g, size_t rank, Group kind) {
   json j = {{"rank", rank},
             {"calls", g.calls},
             {"summarized", g.summarized},
@@ -21,7 +23,11 @@ json group_json(const CallGroup& g, size_t rank, bool is_call) {
             {"max_ms", ms(g.max_ns)},
             {"errors", g.errors},
             {"example", g.example}};
-  if (is_call) {
+  if (kind == Group::Cache) {
+    j["system"] = g.host;  // its pattern is the example
+    j["key"] = g.key;
+    j["misses"] = g.misses;
+  } else if (kind == Group::Call) {
     j["host"] = g.host;
     j["path"] = g.path;
     json st = json::object();
@@ -190,9 +196,11 @@ json to_json(const Report& r) {
                           {"errors", n.errors},
                           {"shed", n.shed}});
   j["sql"] = json::array();
-  for (size_t i = 0; i < r.sql.size(); ++i) j["sql"].push_back(group_json(r.sql[i], i + 1, false));
+  for (size_t i = 0; i < r.sql.size(); ++i) j["sql"].push_back(group_json(r.sql[i], i + 1, Group::Sql));
   j["calls"] = json::array();
-  for (size_t i = 0; i < r.calls.size(); ++i) j["calls"].push_back(group_json(r.calls[i], i + 1, true));
+  for (size_t i = 0; i < r.calls.size(); ++i) j["calls"].push_back(group_json(r.calls[i], i + 1, Group::Call));
+  j["cache"] = json::array();
+  for (size_t i = 0; i < r.cache.size(); ++i) j["cache"].push_back(group_json(r.cache[i], i + 1, Group::Cache));
   j["repeated"] = json::array();
   for (const auto& p : r.repeated) {
     json worst = json::array();
@@ -214,7 +222,7 @@ json to_json(const Report& r) {
                               {"hi_ms", b.hi_ns == INT64_MAX ? json(nullptr) : json(ms(b.hi_ns))},
                               {"count", b.count}});
   j["groups"] = {{"names", r.name_groups}, {"sql", r.sql_groups}, {"calls", r.call_groups},
-                 {"repeated", r.repeated_groups}};
+                 {"cache", r.cache_groups}, {"repeated", r.repeated_groups}};
   return j;
 }
 

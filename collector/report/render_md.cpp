@@ -70,6 +70,25 @@ void groups(std::ostream& o, const std::vector<CallGroup>& gs, bool is_call) {
   o << "\n";
 }
 
+// Cache commands: the pattern is the example (the key is the fingerprint, of no use to a reader).
+void cache_groups(std::ostream& o, const std::vector<CallGroup>& gs) {
+  if (gs.empty()) {
+    o << "No cache commands.\n\n";
+    return;
+  }
+  head(o, {"Rank", "System", "Command", "Calls", "Misses", "Total ms", "Share", "Avg ms", "p95 ms", "Max ms",
+           "Errors"},
+       "rllrrrrrrrr");
+  for (size_t i = 0; i < gs.size(); ++i) {
+    const auto& g = gs[i];
+    std::string calls = fmt_count(g.calls) + (g.summarized ? " (" + fmt_count(g.summarized) + " folded)" : "");
+    row(o, {std::to_string(i + 1), g.host, "`" + cell(g.example, 120) + "`", calls, fmt_count(g.misses),
+            fmt_ms(g.total_ns), fmt_pct(g.share), fmt_ms(g.avg_ns), fmt_ms(g.p95_ns), fmt_ms(g.max_ns),
+            fmt_count(g.errors)});
+  }
+  o << "\n";
+}
+
 void table(std::ostream& o, const Table& t, std::string_view align, size_t code_col = SIZE_MAX) {
   o << "|";
   for (const auto& c : t.header) o << " " << cell(c) << " |";
@@ -198,6 +217,8 @@ void render_md(const Report& r, std::ostream& o) {
   groups(o, r.sql, false);
   o << "## Outbound calls by host and path" << shown(r.calls.size(), r.call_groups) << "\n\n";
   groups(o, r.calls, true);
+  o << "## Cache commands by pattern" << shown(r.cache.size(), r.cache_groups) << "\n\n";
+  cache_groups(o, r.cache);
   o << "p95 and max cover the calls recorded as steps; calls folded past the per-transaction step limit count "
        "in calls, total and average only.\n\n";
 

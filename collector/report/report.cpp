@@ -9,7 +9,8 @@
 namespace txray::report {
 
 const std::vector<std::string>& table_names() {
-  static const std::vector<std::string> names{"summary", "slowest", "names", "sql", "calls", "repeated", "histogram"};
+  static const std::vector<std::string> names{"summary", "slowest", "names", "sql", "calls", "cache",
+                                              "repeated", "histogram"};
   return names;
 }
 

@@ -94,24 +94,26 @@ struct NameRow {
   int64_t shed = 0;           // of count: shed or sampled out (shed.h), in count, total, avg and p95
 };
 
-// One SQL fingerprint or one outbound call target (host + path), pt-query-digest style.
+// One SQL fingerprint, one outbound call target (host + path) or one cache command pattern
+// (Redis/memcached "GET item:?"), pt-query-digest style.
 struct CallGroup {
-  std::string key;            // SQL: fingerprint as 16 hex digits; call: "host/path"
-  std::string host, path;     // calls only
-  std::string example;        // an example statement (masked by the agent) or URL
+  std::string key;            // SQL: fingerprint as 16 hex digits; call: "host/path"; cache: "redis:<fp>"
+  std::string host, path;     // calls: host and path; cache: host is the system, "redis" or "memcached"
+  std::string example;        // an example statement (masked by the agent), URL or command pattern
   int64_t calls = 0;          // recorded steps + calls folded into step summaries
   int64_t summarized = 0;     // of which folded (these have no individual durations)
   int64_t total_ns = 0, avg_ns = 0, p95_ns = 0, max_ns = 0;  // p95/max over recorded steps only
   double share = 0;           // of the total time of this table's kind
   int64_t rows = 0;           // SQL: rows returned (known counts only)
   int64_t errors = 0;
+  int64_t misses = 0;         // cache: reads that found nothing (of the recorded steps; folded ones unknown)
   int64_t transactions = 0;   // distinct transactions that ran it
   std::map<int, int64_t> statuses;  // calls: HTTP status -> count (0 = no response)
 };
 
 // The N+1 pattern: one fingerprint / call target run K or more times inside one transaction.
 struct RepeatRow {
-  std::string kind;           // "SQL" or "HTTP_CALL"
+  std::string kind;           // "SQL", "HTTP_CALL", "REDIS" or "MEMCACHED"
   std::string key, example;
   int64_t transactions = 0;   // transactions where it ran >= K times
   int64_t executions = 0;     // executions inside those transactions
@@ -198,6 +200,8 @@ struct Report {
   int64_t sql_groups = 0;
   std::vector<CallGroup> calls;
   int64_t call_groups = 0;
+  std::vector<CallGroup> cache;
+  int64_t cache_groups = 0;
   std::vector<RepeatRow> repeated;
   int64_t repeated_groups = 0;
   std::vector<Bucket> histogram;

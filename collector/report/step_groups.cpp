@@ -8,7 +8,19 @@
 namespace txray::report {
 namespace {
 
-// One group being accumulated (an SQL fingerprint or a call target).
+// What a step is grouped as: SQL by fingerprint, calls by target, cache commands (Redis, memcached)
+// by command + key pattern (the agent's fingerprint of "GET item:?").
+enum Cls { kSql = 0, kCall = 1, kCache = 2, kClasses = 3 };
+
+Cls cls_of(std::string_view kind) {
+  if (kind == "SQL") return kSql;
+  if (kind == "HTTP_CALL") return kCall;
+  return kCache;  // REDIS, MEMCACHED: the queries below select no other kind
+}
+
+const char* kKinds = "('SQL', 'HTTP_CALL', 'REDIS', 'MEMCACHED')";
+
+// One group being accumulated (an SQL fingerprint, a call target or a cache command pattern).
 struct Acc {
   CallGroup out;
   int64_t text_id = -1;  // example text
@@ -16,7 +28,7 @@ struct Acc {
 };
 
 struct Repeat {
-  bool is_call = false;
+  Cls cls = kSql;
   int group = 0;
   int64_t transactions = 0, executions = 0, max_per_tx = 0, total_ns = 0;
   struct Hit {
@@ -28,11 +40,13 @@ struct Repeat {
 // A step or a folded summary of one transaction, as the pass sees it.
 struct Event {
   int64_t tx_id;
-  bool is_call;
+  Cls cls;
+  bool memcached;  // cache commands: memcached, not Redis
   bool has_fp;
   int64_t fp, text_id;
   int64_t count, ns, rows, errors, status;  // status: -1 = none
   bool folded;
+  bool miss;  // cache commands: a read that found nothing (memcached "miss", a Redis nil reply)
 };
 
 class Pass {
@@ -46,6 +60,8 @@ class Pass {
   const std::string& text_of(int64_t text_id);
   int sql_group(const Event& e);
   int call_group(const Event& e);
+  int cache_group(const Event& e);
+  std::vector<Acc>& accs(Cls c) { return c == kSql ? sql_ : c == kCall ? calls_ : cache_; }
   void add(const Event& e);
   void flush();
   void finish(std::vector<Acc>& accs, std::vector<CallGroup>& out, int64_t& groups);  // rank, cut, percentiles
@@ -56,12 +72,13 @@ class Pass {
   Stmt text_;
   std::unordered_map<int64_t, std::string> texts_;
 
-  std::vector<Acc> sql_, calls_;
+  std::vector<Acc> sql_, calls_, cache_;
   std::unordered_map<int64_t, int> sql_by_fp_, sql_by_text_, call_by_text_;
+  std::unordered_map<std::string, int> cache_by_key_;
   std::unordered_map<std::string, int> call_by_target_;
 
   int64_t cur_tx_ = -1;
-  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> cur_;  // (group*2 + is_call) → (count, ns)
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> cur_;  // (group*kClasses + cls) → (count, ns)
   std::unordered_map<int64_t, Repeat> repeats_;
 };
 
@@ -105,33 +122,50 @@ int Pass::call_group(const Event& e) {
   return it->second;
 }
 
+// Cache commands group by system and pattern: the agent's fingerprint of the masked pattern when it
+// sent one (so rows kept raw group as masked ones do), else the pattern's text.
+int Pass::cache_group(const Event& e) {
+  std::string key = e.memcached ? "memcached:" : "redis:";
+  key += e.has_fp ? hex16(e.fp) : "text#" + std::to_string(e.text_id);
+  auto [it, added] = cache_by_key_.try_emplace(key, static_cast<int>(cache_.size()));
+  if (added) {
+    cache_.emplace_back();
+    auto& g = cache_.back();
+    g.out.key = std::move(key);
+    g.out.host = e.memcached ? "memcached" : "redis";
+    g.text_id = e.text_id;
+  }
+  return it->second;
+}
+
 void Pass::add(const Event& e) {
   if (e.tx_id != cur_tx_) {
     flush();
     cur_tx_ = e.tx_id;
   }
-  const int g = e.is_call ? call_group(e) : sql_group(e);
-  Acc& a = (e.is_call ? calls_ : sql_)[static_cast<size_t>(g)];
+  const int g = e.cls == kCall ? call_group(e) : e.cls == kSql ? sql_group(e) : cache_group(e);
+  Acc& a = accs(e.cls)[static_cast<size_t>(g)];
   a.out.calls += e.count;
   a.out.total_ns += e.ns;
   if (e.rows > 0) a.out.rows += e.rows;
   a.out.errors += e.errors;
+  if (e.miss) a.out.misses += e.count;
   if (e.folded) a.out.summarized += e.count;
   else a.durations.push_back(e.ns);
-  if (e.is_call && !e.folded) a.out.statuses[static_cast<int>(e.status < 0 ? 0 : e.status)]++;
-  auto& c = cur_[static_cast<int64_t>(g) * 2 + (e.is_call ? 1 : 0)];
+  if (e.cls == kCall && !e.folded) a.out.statuses[static_cast<int>(e.status < 0 ? 0 : e.status)]++;
+  auto& c = cur_[static_cast<int64_t>(g) * kClasses + e.cls];
   c.first += e.count;
   c.second += e.ns;
 }
 
 void Pass::flush() {
   for (const auto& [key, c] : cur_) {
-    const bool is_call = key & 1;
-    const int g = static_cast<int>(key >> 1);
-    (is_call ? calls_ : sql_)[static_cast<size_t>(g)].out.transactions++;
+    const Cls cls = static_cast<Cls>(key % kClasses);
+    const int g = static_cast<int>(key / kClasses);
+    accs(cls)[static_cast<size_t>(g)].out.transactions++;
     if (c.first < opt_.repeat_threshold) continue;
     Repeat& rp = repeats_[key];
-    rp.is_call = is_call;
+    rp.cls = cls;
     rp.group = g;
     rp.transactions++;
     rp.executions += c.first;
@@ -175,15 +209,17 @@ void Pass::run(Report& r) {
   // Folded calls, sorted by transaction, merged into the step stream below.
   std::vector<Event> folded;
   {
-    Stmt st(db_, "SELECT tx_id, kind = 'HTTP_CALL', fingerprint, text_id, count, elapsed_ns, rows, errors "
-                 "FROM step_summaries WHERE kind IN ('SQL', 'HTTP_CALL') AND tx_id BETWEEN ? AND ?");
+    // Misses are not known of folded cache commands (a summary has no reply): they count in calls only.
+    Stmt st(db_, std::string("SELECT tx_id, kind, fingerprint, text_id, count, elapsed_ns, rows, errors "
+                             "FROM step_summaries WHERE kind IN ") + kKinds + " AND tx_id BETWEEN ? AND ?");
     st.bind(1, lo);
     st.bind(2, hi);
     while (st.step()) {
       if (!selected(st.i64(0))) continue;
-      folded.push_back({st.i64(0), st.i64(1) != 0, !st.null(2) && st.i64(2) != 0, st.i64(2),
+      const std::string_view kind = st.text(1);
+      folded.push_back({st.i64(0), cls_of(kind), kind == "MEMCACHED", !st.null(2) && st.i64(2) != 0, st.i64(2),
                         st.null(3) ? -1 : st.i64(3), st.i64(4), st.i64(5), st.null(6) ? 0 : st.i64(6),
-                        st.i64(7), -1, true});
+                        st.i64(7), -1, true, false});
     }
     std::stable_sort(folded.begin(), folded.end(), [](auto& a, auto& b) { return a.tx_id < b.tx_id; });
   }
@@ -192,20 +228,28 @@ void Pass::run(Report& r) {
     while (next_folded < folded.size() && folded[next_folded].tx_id <= tx_id) add(folded[next_folded++]);
   };
   auto step_event = [&](Stmt& st) {
-    const bool is_call = st.i64(1) != 0;
+    const std::string_view kind = st.text(1);
+    const Cls cls = cls_of(kind);
     const int64_t status = st.null(6) ? -1 : st.i64(6);
-    const bool err = st.i64(7) != 0 || (is_call && status >= 500);
-    return Event{st.i64(0), is_call, !st.null(2) && st.i64(2) != 0, st.i64(2), st.null(3) ? -1 : st.i64(3),
-                 1, st.i64(4), st.null(5) ? 0 : st.i64(5), err ? 1 : 0, status, false};
+    const bool err = st.i64(7) != 0 || (cls == kCall && status >= 500);
+    return Event{st.i64(0), cls, kind == "MEMCACHED", !st.null(2) && st.i64(2) != 0, st.i64(2),
+                 st.null(3) ? -1 : st.i64(3), 1, st.i64(4), st.null(5) ? 0 : st.i64(5), err ? 1 : 0, status,
+                 false, st.i64(8) != 0};
   };
+  // A miss, as the cache parsers write it: memcached's result attribute, a Redis nil reply to a command
+  // that reads (a nil from a write such as SET NX is no miss, but it does not come from GET-like commands).
   const char* cols =
-      "SELECT tx_id, kind = 'HTTP_CALL', fingerprint, text_id, elapsed_ns, rows, status, "
-      "error IS NOT NULL AND error <> '' FROM steps ";
+      "SELECT tx_id, kind, fingerprint, text_id, elapsed_ns, rows, status, "
+      "error IS NOT NULL AND error <> '', "
+      "kind IN ('REDIS', 'MEMCACHED') AND attributes IS NOT NULL AND json_valid(attributes) AND "
+      "(json_extract(attributes, '$.result') = 'miss' OR (json_extract(attributes, '$.reply') = 'nil' AND "
+      "upper(coalesce(json_extract(attributes, '$.command'), '')) IN ('GET', 'GETEX', 'GETDEL', 'HGET', 'MGET', "
+      "'HMGET', 'LINDEX', 'ZSCORE', 'GETRANGE', 'LPOP', 'RPOP', 'SPOP', 'SRANDMEMBER'))) FROM steps ";
   // Few transactions spread over a large id range: look each one up. Otherwise scan the id range
   // once (steps are clustered by tx_id) and skip the transactions not selected.
   const bool point = sel_.txs.size() < 2000 || sel_.txs.size() * 16 < static_cast<size_t>(hi - lo + 1);
   if (point) {
-    Stmt st(db_, std::string(cols) + "WHERE tx_id = ? AND kind IN ('SQL', 'HTTP_CALL') ORDER BY no");
+    Stmt st(db_, std::string(cols) + "WHERE tx_id = ? AND kind IN " + kKinds + " ORDER BY no");
     for (const auto& t : sel_.txs) {
       st.reset();
       st.bind(1, t.id);
@@ -216,7 +260,7 @@ void Pass::run(Report& r) {
       }
     }
   } else {
-    Stmt st(db_, std::string(cols) + "WHERE tx_id BETWEEN ? AND ? AND kind IN ('SQL', 'HTTP_CALL') ORDER BY tx_id, no");
+    Stmt st(db_, std::string(cols) + "WHERE tx_id BETWEEN ? AND ? AND kind IN " + kKinds + " ORDER BY tx_id, no");
     st.bind(1, lo);
     st.bind(2, hi);
     while (st.step()) {
@@ -231,13 +275,14 @@ void Pass::run(Report& r) {
 
   finish(sql_, r.sql, r.sql_groups);
   finish(calls_, r.calls, r.call_groups);
+  finish(cache_, r.cache, r.cache_groups);
 
   // N+1 patterns, the most time first.
   std::vector<Repeat*> reps;
   for (auto& [k, rp] : repeats_) reps.push_back(&rp);
   std::sort(reps.begin(), reps.end(), [](const Repeat* a, const Repeat* b) {
     if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns;
-    if (a->is_call != b->is_call) return !a->is_call;
+    if (a->cls != b->cls) return a->cls < b->cls;
     return a->group < b->group;
   });
   r.repeated_groups = static_cast<int64_t>(reps.size());
@@ -245,8 +290,8 @@ void Pass::run(Report& r) {
   Stmt txid(db_, "SELECT txid FROM transactions WHERE id = ?");
   for (Repeat* rp : reps) {
     RepeatRow row;
-    const Acc& a = (rp->is_call ? calls_ : sql_)[static_cast<size_t>(rp->group)];
-    row.kind = rp->is_call ? "HTTP_CALL" : "SQL";
+    const Acc& a = accs(rp->cls)[static_cast<size_t>(rp->group)];
+    row.kind = rp->cls == kSql ? "SQL" : rp->cls == kCall ? "HTTP_CALL" : a.out.host == "memcached" ? "MEMCACHED" : "REDIS";
     row.key = a.out.key;
     row.example = text_of(a.text_id);
     row.transactions = rp->transactions;

@@ -64,7 +64,8 @@ class ReportCli(TxrayTestCase):
         report("--db", self.db, "--format", "csv", "-o", out_dir)
         self.assertEqual(sorted(os.listdir(out_dir)),
                          sorted(f"{t}.csv" for t in
-                                ["summary", "slowest", "names", "sql", "calls", "repeated", "histogram"]))
+                                ["summary", "slowest", "names", "sql", "calls", "cache", "repeated",
+                                 "histogram"]))
         with open(os.path.join(out_dir, "names.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
         self.assertEqual({r["name"] for r in rows}, {"GET /orders/{id}", report_store.EVIL_NAME})
@@ -75,6 +76,29 @@ class ReportCli(TxrayTestCase):
         report("--db", self.db, "--format", "html", "-o", out)
         self.assertTrue(read(out).startswith("<!DOCTYPE html>"))
         self.assertFalse(os.path.exists(out + ".tmp"))
+
+    def test_cache_commands_by_pattern(self):
+        j = json.loads(report("--db", self.db, "--format", "json").stdout)
+        got = [(g["system"], g["example"], g["calls"], g["summarized"], g["misses"], g["errors"], g["transactions"],
+                g["total_ms"]) for g in j["cache"]]
+        self.assertEqual(got, [("redis", "GET item:?", 140, 100, 10, 0, 41, 90.0),
+                               ("memcached", "get sess:?", 5, 0, 1, 1, 5, 10.0),
+                               ("redis", report_store.EVIL_CACHE, 1, 0, 1, 0, 1, 3.0)])
+        self.assertEqual(j["cache"][0]["key"], "redis:0000000000000333")
+        self.assertEqual(j["groups"]["cache"], 3)
+        self.assertEqual(j["cache"][0]["p95_ms"], 1.0)  # over the 40 recorded steps, not the folded ones
+        # Past the threshold inside one transaction, a cache pattern is an N+1 as SQL is.
+        rep = {(p["kind"], p["example"]): p["executions"] for p in j["repeated"]}
+        self.assertEqual(rep[("REDIS", "GET item:?")], 100)
+        self.assertEqual(rep[("SQL", report_store.EVIL_SQL)], 12)
+        md = report("--db", self.db).stdout
+        self.assertIn("## Cache commands by pattern", md)
+        self.assertIn("| 1 | redis | `GET item:?` | 140 (100 folded) | 10 |", md)
+        csv_text = report("--db", self.db, "--format", "csv", "--table", "cache").stdout
+        rows = list(csv.DictReader(csv_text.splitlines()))
+        self.assertEqual([(r["system"], r["example"], r["misses"]) for r in rows],
+                         [("redis", "GET item:?", "10"), ("memcached", "get sess:?", "1"),
+                          ("redis", report_store.EVIL_CACHE, "1")])
 
     def test_filters_and_time_arguments(self):
         def count(*args):
