@@ -151,15 +151,15 @@ def one_run(case, traced, col, tmp):
         subprocess.run([AB, "-k", "-q", "-c", "8", "-n", "400", f"http://127.0.0.1:{port}/r/1"],
                        check=True, capture_output=True, env=bare_env(), timeout=120)
         time.sleep(0.2)
-        pids = tree(app.pid) + tree(nginx.pid)
-        before = cpu_ticks(pids)
+        app_pids, nginx_pids = tree(app.pid), tree(nginx.pid)
+        before = (cpu_ticks(nginx_pids), cpu_ticks(app_pids))
         out = subprocess.run([AB, "-k", "-q", "-c", "8", "-n", str(N), f"http://127.0.0.1:{port}/r/7"],
                              check=True, capture_output=True, text=True, env=bare_env(), timeout=600).stdout
-        after = cpu_ticks(pids)
+        after = (cpu_ticks(nginx_pids), cpu_ticks(app_pids))
         failed = [ln for ln in out.splitlines() if ln.startswith(("Failed requests", "Non-2xx"))]
         if any(ln.split(":")[1].strip() != "0" for ln in failed):
             raise RuntimeError(f"{case}: ab saw failures: {failed}")
-        return (after - before) / TICK / N * 1e6  # µs per request
+        return [(a - b) / TICK / N * 1e6 for a, b in zip(after, before)]  # µs per request: nginx, app
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -185,13 +185,15 @@ def main():
                     results.setdefault((case, traced), []).append(one_run(case, traced, col, tmp))
     print(f"CPU µs per request of nginx + the application, every process and thread (median of {ROUNDS} "
           f"interleaved rounds, ab -k -c 8 -n {N})")
-    print(f"{'stack':<40}{'bare':>10}{'agent':>10}{'added':>10}")
+    print(f"{'stack':<40}{'side':<8}{'bare':>10}{'agent':>10}{'added':>10}")
     for case, label in (("fastcgi", "nginx fastcgi_pass + php-fpm (FastCGI)"), ("uwsgi", "nginx uwsgi_pass + uWSGI (uwsgi)")):
         if (case, False) not in results:
             continue
-        bare = statistics.median(results[(case, False)])
-        agent = statistics.median(results[(case, True)])
-        print(f"{label:<40}{bare:>10.1f}{agent:>10.1f}{agent - bare:>+10.1f}")
+        for i, side in ((0, "nginx"), (1, "app"), (None, "both")):
+            pick = (lambda r: r[0] + r[1]) if i is None else (lambda r, i=i: r[i])
+            bare = statistics.median(pick(r) for r in results[(case, False)])
+            agent = statistics.median(pick(r) for r in results[(case, True)])
+            print(f"{label if side == 'nginx' else '':<40}{side:<8}{bare:>10.1f}{agent:>10.1f}{agent - bare:>+10.1f}")
 
 
 if __name__ == "__main__":
