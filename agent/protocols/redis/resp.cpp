@@ -31,6 +31,17 @@ size_t CommandReader::feed(const char* p, size_t n, Ev* ev) {
   while (i < n) {
     switch (st_) {
       case St::idle: {
+        // An empty line between commands is an empty inline command, which the server skips without a
+        // reply: `redis-cli --pipe` writes "\r\n" before its closing ECHO to end whatever the input left.
+        if (p[i] == '\n') {
+          ++i;
+          break;
+        }
+        if (p[i] == '\r') {
+          ++i;
+          st_ = St::blank;
+          break;
+        }
         if (p[i] != '*') {
           *ev = Ev::bad;
           return i;
@@ -93,6 +104,14 @@ size_t CommandReader::feed(const char* p, size_t n, Ev* ev) {
         if (!data_left_) st_ = St::crlf;
         break;
       }
+      case St::blank:
+        if (p[i] != '\n') {
+          *ev = Ev::bad;
+          return i;
+        }
+        ++i;
+        st_ = St::idle;
+        break;
       case St::crlf: {
         if (p[i] != (crlf_ ? '\n' : '\r')) {
           *ev = Ev::bad;

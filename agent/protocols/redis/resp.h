@@ -25,7 +25,8 @@ struct Head {
   bool cut() const { return full > len; }
 };
 
-// A command the program writes: `*<n>\r\n` then n times `$<len>\r\n<bytes>\r\n`.
+// A command the program writes: `*<n>\r\n` then n times `$<len>\r\n<bytes>\r\n`. Empty lines between
+// commands ("\r\n", "\n": inline commands the server skips without a reply) are no command's bytes.
 class CommandReader {
  public:
   enum class Ev : uint8_t { none, start, done, bad };
@@ -40,7 +41,7 @@ class CommandReader {
   uint64_t bytes = 0;      // of the command so far
 
  private:
-  enum class St : uint8_t { idle, count, bulk_len, data, crlf };
+  enum class St : uint8_t { idle, blank, count, bulk_len, data, crlf };  // blank: after an empty line's '\r'
   St st_ = St::idle;
   char line_[24];
   size_t line_len_ = 0;

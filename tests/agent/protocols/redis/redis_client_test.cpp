@@ -187,7 +187,8 @@ TEST_F(RedisClientTest, RedisPyRowsOnePerCommand) {
 
 TEST_F(RedisClientTest, EverySplitGivesTheSameRows) {
   std::vector<const Conversation*> all;
-  for (const auto* set : {&redis_captures::kRedisPy, &redis_captures::kRedisCli, &redis_captures::kRedisCliResp3})
+  for (const auto* set : {&redis_captures::kRedisPy, &redis_captures::kRedisCli, &redis_captures::kRedisCliResp3,
+                          &redis_captures::kRedisCliPipe})
     for (const auto& c : *set) all.push_back(&c);
   for (const Conversation* c : all) {
     Played whole = play(*c);
@@ -305,6 +306,43 @@ TEST_F(RedisClientTest, PipelineOf100FoldsWithExactTotals) {
   EXPECT_EQ(r.totals.call_ns, r.elapsed_sum);
   ASSERT_EQ(r.summary.size(), 1u);  // one pattern: GET job:?
   EXPECT_EQ(r.summary[0].fingerprint, cachekey::fingerprint("GET job:?"));
+}
+
+// redis-cli --pipe writes "\r\n" before the ECHO it closes the input with (an empty inline command the
+// server skips without a reply): the stream goes on, every command gets its own reply, and the blank
+// line's two bytes are no command's.
+TEST_F(RedisClientTest, RedisCliPipeBlankLineBeforeItsEcho) {
+  uint64_t before = counters().streams_unparsed.load();
+  const Conversation& c = redis_captures::kRedisCliPipe[0];
+  Played r = play(c);
+  EXPECT_EQ(counters().streams_unparsed.load(), before);
+  std::vector<std::string> texts;
+  for (const Step& s : r.rows) texts.push_back(std::string(s.text.view()));
+  EXPECT_EQ(texts, (std::vector<std::string>{"SET bulk:?", "SET bulk:?", "GET bulk:?", "INCR bulk:?", "ECHO"}));
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(attr(r.rows[2], "reply"), "$");
+  EXPECT_EQ(r.rows[3].error, "ERR value is not an integer or out of range");
+  EXPECT_EQ(attr(r.rows[4], "reply"), "$");
+  uint64_t w = 0, rd = 0;
+  for (const Step& s : r.rows) {
+    w += s.bytes_written;
+    rd += s.bytes_read;
+    if (&s != &r.rows[3]) {
+      EXPECT_TRUE(s.error.empty()) << s.error;
+    }
+  }
+  EXPECT_EQ(w, c[0].bytes.size() - 2);
+  EXPECT_EQ(rd, c[1].bytes.size());
+  // a blank line alone, a lone '\n', and a '\r' that no '\n' follows
+  for (const Conversation& ok : std::vector<Conversation>{{{true, "\r\n\n*1\r\n$4\r\nPING\r\n"}, {false, "+PONG\r\n"}}}) {
+    Played p = play(ok);
+    ASSERT_EQ(p.rows.size(), 1u);
+    EXPECT_EQ(p.rows[0].bytes_written, 14u);
+    EXPECT_TRUE(p.rows[0].error.empty());
+  }
+  before = counters().streams_unparsed.load();
+  play({{true, "*1\r\n$4\r\nPING\r\n\r*1\r\n"}});
+  EXPECT_EQ(counters().streams_unparsed.load(), before + 1);
 }
 
 TEST_F(RedisClientTest, BytesNotUnderstoodStopFollowingAndCloseTheRows) {
