@@ -113,7 +113,11 @@ class RedisClient final : public WireClient {
       size_t used = cmd_.feed(p, n, &ev);
       p += used;
       n -= used;
-      if (ev == CommandReader::Ev::bad) return stop("not a RESP command");
+      if (ev == CommandReader::Ev::bad) {
+        // a command cut short keeps the bytes it had, however the program's writes split them
+        if (!q_.empty() && !q_.back().complete) q_.back().written = cmd_.bytes;
+        return stop("not a RESP command");
+      }
       if (ev == CommandReader::Ev::start) {
         if (!resolved) {
           tx = statement_tx_(env_.owner ? *env_.owner : no_owner_);

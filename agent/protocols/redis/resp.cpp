@@ -60,6 +60,7 @@ size_t CommandReader::feed(const char* p, size_t n, Ev* ev) {
         const char* nl = static_cast<const char*>(memchr(p + i, '\n', n - i));
         size_t take = nl ? size_t(nl - (p + i)) + 1 : n - i;
         if (line_len_ + take > sizeof line_) {
+          bytes += sizeof line_ - line_len_;  // the line up to its bound, wherever the writes split it
           *ev = Ev::bad;
           return i;
         }

@@ -185,6 +185,29 @@ TEST_F(RedisClientTest, RedisPyRowsOnePerCommand) {
   EXPECT_EQ(size_t(g_asked), writes);
 }
 
+// Found by fuzzing (agent_fuzz_redis_conn): a command cut short by bytes that are not RESP kept the bytes
+// of its last write only when the write ended before them, so its row's bytes depended on where the
+// program's writes were split.
+TEST_F(RedisClientTest, ACommandCutShortKeepsItsBytesHoweverTheWritesSplit) {
+  const std::string long_len = "$" + std::string(30, '1') + "\r\n";  // a bulk length line past its bound
+  const Conversation cases[] = {
+      {{true, "*2\r\n$3\r\nGET\r\n$3\r\nabc\rX"}},  // no '\n' after the argument's '\r'
+      {{true, std::string_view("*2\r\n$3\r\nGET\r\n")}, {true, long_len}},
+  };
+  const uint64_t want[] = {21, 13 + 24};  // up to the byte that is not RESP; a line up to its bound
+  for (size_t k = 0; k < 2; ++k) {
+    uint64_t before = counters().streams_unparsed.load();
+    Played whole = play(cases[k]);
+    ASSERT_EQ(whole.rows.size(), 1u) << k;
+    EXPECT_EQ(whole.rows[0].bytes_written, want[k]) << k;
+    EXPECT_EQ(whole.rows[0].error, "wire protocol not followed (not a RESP command)") << k;
+    EXPECT_EQ(counters().streams_unparsed.load() - before, 1u) << k;
+    Played bytes = play(cases[k], SIZE_MAX, 0, true);
+    EXPECT_EQ(bytes.lines, whole.lines) << k;
+    for (size_t at = 1; at < cases[k][0].bytes.size(); ++at) EXPECT_EQ(play(cases[k], 0, at).lines, whole.lines) << k;
+  }
+}
+
 TEST_F(RedisClientTest, EverySplitGivesTheSameRows) {
   std::vector<const Conversation*> all;
   for (const auto* set : {&redis_captures::kRedisPy, &redis_captures::kRedisCli, &redis_captures::kRedisCliResp3,
