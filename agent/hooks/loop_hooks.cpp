@@ -1,5 +1,6 @@
 // Event-wait calls: an event loop going back to wait ends the handler window of the request it read
-// last (agent/core/attribution.h, rule 5). One thread-local store each; nothing else.
+// last (agent/core/attribution.h, rule 5): one thread-local store each. Going to wait is also when a
+// forked child's held transactions get their agent thread (transport.h: before_wait).
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -9,6 +10,7 @@
 
 #include "core/attribution.h"
 #include "hooks/hook.h"
+#include "transport/transport.h"
 
 extern "C" {
 
@@ -16,6 +18,7 @@ int epoll_wait(int epfd, epoll_event* ev, int max, int timeout) {
   auto real = TXRAY_REAL(epoll_wait, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(epfd, ev, max, timeout);
 }
 
@@ -23,6 +26,7 @@ int epoll_pwait(int epfd, epoll_event* ev, int max, int timeout, const sigset_t*
   auto real = TXRAY_REAL(epoll_pwait, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(epfd, ev, max, timeout, mask);
 }
 
@@ -30,6 +34,7 @@ int epoll_pwait2(int epfd, epoll_event* ev, int max, const timespec* timeout, co
   auto real = TXRAY_REAL(epoll_pwait2, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(epfd, ev, max, timeout, mask);
 }
 
@@ -37,6 +42,7 @@ int poll(pollfd* fds, nfds_t n, int timeout) {
   auto real = TXRAY_REAL(poll, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(fds, n, timeout);
 }
 
@@ -46,6 +52,7 @@ int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
   auto real = txray::hooks::real_fn<Fn>(slot, "__poll_chk", nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(fds, n, timeout, fdslen);
 }
 
@@ -53,6 +60,7 @@ int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) 
   auto real = TXRAY_REAL(ppoll, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(fds, n, timeout, mask);
 }
 
@@ -60,6 +68,7 @@ int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
   auto real = TXRAY_REAL(select, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(n, r, w, e, timeout);
 }
 
@@ -67,6 +76,7 @@ int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, con
   auto real = TXRAY_REAL(pselect, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
   txray::attr::close_window();
+  txray::transport::before_wait();
   return real(n, r, w, e, timeout, mask);
 }
 

@@ -19,6 +19,7 @@
 #include "protocols/dispatch/socket_events.h"
 #include "hooks/hook.h"
 #include "hooks/rebind.h"
+#include "transport/transport.h"
 
 namespace {
 
@@ -292,6 +293,7 @@ extern "C" {
 int accept(int fd, sockaddr* addr, socklen_t* len) {
   auto real = TXRAY_REAL(accept, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  txray::transport::before_wait();  // a pre-fork worker blocks here between requests
   int r = real(fd, addr, len);
   note_accept(r, addr, len);
   return r;
@@ -300,6 +302,7 @@ int accept(int fd, sockaddr* addr, socklen_t* len) {
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto real = TXRAY_REAL(accept4, nullptr);
   if (!real) { errno = ENOSYS; return -1; }
+  txray::transport::before_wait();  // a pre-fork worker blocks here between requests
   int r = real(fd, addr, len, flags);
   note_accept(r, addr, len);
   return r;

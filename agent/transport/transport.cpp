@@ -82,6 +82,11 @@ std::atomic<State*> g_state{nullptr};
 std::atomic<bool> g_state_lazy{false};  // a forked child: g_state is made on first use
 std::atomic<uint64_t> g_forked_at_ns{0};  // when this process was forked (0: not a forked child)
 std::atomic<bool> g_exiting{false};       // begin_exit() was called: flush() sends on the exiting thread
+}  // namespace
+
+std::atomic<bool> g_held{false};
+
+namespace {
 
 // Waits while *word == seen, at most timeout_ns (a futex: no descriptor, no lock).
 void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, uint64_t timeout_ns) {
@@ -428,7 +433,18 @@ void enqueue(Transaction* t) {
     st->wake.fetch_add(1, std::memory_order_acq_rel);
     futex_wake(&st->wake);
   }
-  if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0) && thread_wanted()) start_thread(st);
+  if (__builtin_expect(st->thread_state.load(std::memory_order_relaxed) == 0, 0)) {
+    if (thread_wanted()) start_thread(st);
+    else if (!g_exiting.load(std::memory_order_relaxed) && !g_held.load(std::memory_order_relaxed))
+      g_held.store(true, std::memory_order_relaxed);
+  }
+}
+
+void start_held() {
+  g_held.store(false, std::memory_order_relaxed);
+  if (g_exiting.load(std::memory_order_acquire) || hooks::t_kind == ThreadKind::agent) return;
+  State* st = g_state.load(std::memory_order_acquire);
+  if (st && st->thread_state.load(std::memory_order_relaxed) == 0) start_thread(st);
 }
 
 IdleStats idle_stats() {
@@ -487,6 +503,7 @@ void after_fork_child() {
   // made when it first sends: a child that execs or exits without a transaction (fork + exec, the
   // common case) pays nothing for it.
   g_state.store(nullptr, std::memory_order_release);
+  g_held.store(false, std::memory_order_relaxed);  // the parent's queue, not this child's
   g_state_lazy.store(true, std::memory_order_release);
   g_forked_at_ns.store(clock::mono_ns(), std::memory_order_release);
   forget_private_fd_table();  // the child's own agent thread, if any, takes its own

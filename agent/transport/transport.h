@@ -5,6 +5,7 @@
 // either, except the first push after a quiet spell, which wakes the agent thread from its long wait.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +24,21 @@ void enqueue(Transaction* t);
 // Starts the agent thread now if it is not running and may be (not at exit, not just after a fork):
 // the perf sampler's rings must be drained while transactions run (cpu/perf_sampler.h).
 void start_for_samples();
+
+// A forked child's transactions that ended before the agent thread was wanted (within kChildDeferNs of
+// the fork) are queued with no thread to send them: set while that is so (transport.cpp).
+extern std::atomic<bool> g_held;
+void start_held();
+
+// The calling thread is about to wait for more work (accept, epoll_wait, poll, select): a child that
+// holds finished transactions and now goes idle starts the agent thread for them. Waiting for the next
+// exit() instead lost them whenever the wait ended in a signal's default action — php-fpm's master
+// sends SIGTERM to its children right after SIGQUIT (process_control_timeout = 0, the default), and a
+// worker that served a burst just after its fork then idled held that burst until then. A child that
+// serves one request and exits never waits after it, so it still pays no thread. One relaxed load.
+inline void before_wait() {
+  if (__builtin_expect(g_held.load(std::memory_order_relaxed), 0)) start_held();
+}
 
 // Process exit is starting: transactions ended from now on do not start the agent thread (flush()
 // sends them on the exiting thread).
