@@ -1,8 +1,9 @@
 """MEMCACHED rows from real memcached clients (agent/protocols/memcached), against a real memcached started
 here on a free loopback port, with a real collector:
 - pymemcache (Debian python3-pymemcache, the text protocol) in a threaded http.server with a pooled
-  client: per request set, get (a hit), get of a missing key (a miss), a two-key get (partial), add, incr
-  and delete, each of the request's own keys, 8 concurrent keep-alive clients;
+  client: per request set, get (a hit), get of a missing key (a miss), a two-key get (partial), add, incr,
+  delete, a set with noreply (pymemcache's default), gets and cas, each of the request's own keys, 8
+  concurrent keep-alive clients;
 - libmemcached's tools in process mode, 8 processes at a time: memccp (set), memccat (get), memcrm (delete).
 Checked: >= 99% of the requests hold exactly their own rows (under TXRAY_CACHE_KEYS=raw the key names the
 request: no row of another request anywhere; masked, the text is the key pattern `get item:?`) with hit or
@@ -49,7 +50,10 @@ class H(http.server.BaseHTTPRequestHandler):
         mc.add(f"ctr:{rid}", "10")
         n = mc.incr(f"ctr:{rid}", 5)
         gone = mc.delete(f"item:{rid}")
-        body = f"{hit} {miss} {len(many)} {n} {gone}".encode()
+        mc.set(f"nr:{rid}", "v", noreply=True)  # pymemcache's default: no reply comes
+        _, token = mc.gets(f"ctr:{rid}")
+        swapped = mc.cas(f"ctr:{rid}", "16", token)
+        body = f"{hit} {miss} {len(many)} {n} {gone} {swapped} {token.decode()}".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -85,7 +89,7 @@ class CacheMemcached(TxrayTestCase):
                                  env=bare_env())
         wait_port(self.port)
 
-    def expected(self, i, raw):
+    def expected(self, i, raw, token):
         """(text, result, hits) of each row a request makes, in order, and the bytes (written, read) of
         each."""
         k = (lambda name: f"{name}:{i}") if raw else (lambda name: f"{name}:?")
@@ -93,7 +97,8 @@ class CacheMemcached(TxrayTestCase):
         rows = [(f"set {k('item')}", "STORED", None), (f"get {k('item')}", "hit", "1"),
                 (f"get {k('missing')}", "miss", "0"), (f"get {k('item')}", "partial", "1"),
                 (f"add {k('ctr')}", "STORED", None), (f"incr {k('ctr')}", "ok", None),
-                (f"delete {k('item')}", "DELETED", None)]
+                (f"delete {k('item')}", "DELETED", None), (f"set {k('nr')}", None, None),
+                (f"gets {k('ctr')}", "hit", "1"), (f"cas {k('ctr')}", "STORED", None)]
         item, ctr = f"item:{i}".encode(), f"ctr:{i}".encode()
         value_line = b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (item, len(v), v)
         sizes = [(len(b"set %s 0 0 %d\r\n%s\r\n" % (item, len(v), v)), len(b"STORED\r\n")),
@@ -102,7 +107,10 @@ class CacheMemcached(TxrayTestCase):
                  (len(b"get %s other:%d\r\n" % (item, i)), len(value_line)),
                  (len(b"add %s 0 0 2\r\n10\r\n" % ctr), len(b"STORED\r\n")),
                  (len(b"incr %s 5\r\n" % ctr), len(b"15\r\n")),
-                 (len(b"delete %s\r\n" % item), len(b"DELETED\r\n"))]
+                 (len(b"delete %s\r\n" % item), len(b"DELETED\r\n")),
+                 (len(b"set nr:%d 0 0 1 noreply\r\nv\r\n" % i), 0),
+                 (len(b"gets %s\r\n" % ctr), len(b"VALUE %s 0 2 %s\r\n15\r\nEND\r\n" % (ctr, token))),
+                 (len(b"cas %s 0 0 2 %s\r\n16\r\n" % (ctr, token)), len(b"STORED\r\n"))]
         return rows, sizes
 
     def serve(self, app, raw):
@@ -118,8 +126,11 @@ class CacheMemcached(TxrayTestCase):
             wait_port(port, 60)
             answers, errors = get_all(port, paths, CLIENTS)
             self.assertEqual(errors, [])
+            tokens = {}
             for i in ids:
-                self.assertEqual(answers.get(f"/r/{i}"), (200, f"{VALUE}-{i} None 1 15 True"), i)
+                status, body = answers.get(f"/r/{i}")
+                self.assertEqual((status, body.rsplit(" ", 1)[0]), (200, f"{VALUE}-{i} None 1 15 True True"), i)
+                tokens[i] = body.rsplit(" ", 1)[1].encode()
             wait_for(lambda: count_transactions(col.db, app, "GET /%") >= len(paths), 60, what=f"{app} transactions")
             p.send_signal(signal.SIGTERM)
             p.wait(timeout=20)
@@ -133,13 +144,13 @@ class CacheMemcached(TxrayTestCase):
         self.assertEqual(len(by_path), len(paths))
         with open(col.db, "rb") as f:
             self.assertNotIn(VALUE.encode(), f.read())
-        return ids, by_path
+        return ids, by_path, tokens
 
     @unittest.skipUnless(have_pymemcache(), "needs python3-pymemcache")
     def test_pymemcache(self):
         for raw in (True, False):
             name = f"pymemcache ({'raw' if raw else 'mask'})"
-            ids, by_path = self.serve(f"pymemcache-{'raw' if raw else 'mask'}", raw)
+            ids, by_path, tokens = self.serve(f"pymemcache-{'raw' if raw else 'mask'}", raw)
             exact, wrong, missing = 0, [], []
             for i in ids:
                 tx = by_path[f"/r/{i}"]
@@ -149,10 +160,11 @@ class CacheMemcached(TxrayTestCase):
                         found = {int(x) for x in re.findall(r":(\d+)", s["text"])}
                         if found and found != {i}:
                             wrong.append((i, s["text"]))
-                want, sizes = self.expected(i, raw)
+                want, sizes = self.expected(i, raw, tokens[i])
                 got = [(s["text"], attrs(s).get("result"), attrs(s).get("hits")) for s in rows]
                 ok = got == want and [(s["bytes_written"], s["bytes_read"]) for s in rows] == sizes
                 ok = ok and attrs(rows[3]).get("keys") == "2" and all(s["error"] == "" for s in rows)
+                ok = ok and attrs(rows[7]).get("noreply") == "1"
                 exact += ok
                 if not ok and len(missing) < 3:
                     missing.append((i, [(s["text"], attrs(s), s["bytes_written"], s["bytes_read"]) for s in rows]))

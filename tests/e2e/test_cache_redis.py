@@ -1,7 +1,8 @@
 """REDIS rows from real Redis clients (agent/protocols/redis), against a real redis-server started here on
 a free port and on a Unix socket (a temp dir, no persistence, requirepass), with a real collector:
 - redis-py (Debian python3-redis) in a threaded http.server, over TCP and over the Unix socket, a second
-  client on db 5 (SELECT at connect), a WRONGTYPE error, and a pipeline of 100 commands per request;
+  client on db 5 (SELECT at connect), a WRONGTYPE error, MULTI/EXEC, and a pipeline of 100 commands per
+  request;
 - node-redis (tests/e2e/drivers/node_modules/redis) in a Node.js `http` server;
 - hiredis-style C clients in process mode: redis-cli (one command per process, 8 processes at a time),
   `redis-cli --pipe` with 100 commands, and redis-benchmark -P 16.
@@ -109,6 +110,11 @@ class H(http.server.BaseHTTPRequestHandler):
                 body = "unexpected"
             except redis.ResponseError as e:
                 body = str(e).split()[0]
+        elif kind == "multi":  # MULTI … EXEC: the commands are QUEUED, EXEC answers them all
+            p = tcp.pipeline(transaction=True)
+            p.set(f"item:{rid}", f"{VALUE}-{rid}")
+            p.get(f"item:{rid}")
+            body = p.execute()[1].decode()
         else:  # pipe: 100 commands in one write, answered in order
             p = tcp.pipeline(transaction=False)
             for j in range(50):
@@ -272,6 +278,9 @@ class CacheRedis(TxrayTestCase):
         key = (lambda pat, real: real) if raw else (lambda pat, real: pat)
         if kind in ("kv", "db", "unix"):
             return [(f"SET {key('item:?', f'item:{i}')}", "+"), (f"GET {key('item:?', f'item:{i}')}", "$")]
+        if kind == "multi":
+            return [("MULTI", "+"), (f"SET {key('item:?', f'item:{i}')}", "+"), (f"GET {key('item:?', f'item:{i}')}", "+"),
+                    ("EXEC", "*")]
         if kind == "bad":
             return [(f"RPUSH {key('list:?', f'list:{i}')}", ":"), (f"GET {key('list:?', f'list:{i}')}", "-")]
         return None
@@ -298,12 +307,15 @@ class CacheRedis(TxrayTestCase):
                 ok = got == want and all(s["bytes_read"] > 0 and s["bytes_written"] > 0 for s in rows)
                 if ok and k == "bad":
                     ok = rows[1]["error"].startswith("WRONGTYPE Operation against a key holding the wrong kind")
+                if ok and k == "multi":
+                    ok = [s.get("attributes", {}).get("status") for s in rows] == ["OK", "QUEUED", "QUEUED", None] and \
+                        rows[3].get("attributes", {}).get("elements") == "2"
                 if ok and k == "db":
                     ok = all(s.get("attributes", {}).get("db") == "5" for s in rows)
-                if ok:
+                if ok and k != "multi":
                     first = resp("RPUSH", f"list:{i}", VALUE) if k == "bad" else resp("SET", f"item:{i}", f"{VALUE}-{i}")
                     ok = rows[0]["bytes_written"] == len(first)
-                if ok and k != "bad":
+                if ok and k not in ("bad", "multi"):
                     ok = rows[1]["bytes_read"] == len(b"$%d\r\n%s-%d\r\n" % (len(f"{VALUE}-{i}"), VALUE.encode(), i))
                     ok = ok and rows[0]["bytes_read"] == len(b"+OK\r\n")
                 ok = ok and tx["call_count"] >= len(rows)
@@ -345,7 +357,7 @@ class CacheRedis(TxrayTestCase):
     @unittest.skipUnless(have_redis_py(), "needs python3-redis")
     def test_redis_py(self):
         cmd = [PYTHON, "-c", PY_FRONT, "{port}", "{rport}", "{sock}", "{value}"]
-        kinds = ["kv", "db", "unix", "bad", "pipe"]
+        kinds = ["kv", "db", "unix", "bad", "multi", "pipe"]
         for raw in (True, False):
             by_path, db, reqs, unattributed = self.serve(f"redis-py-{'raw' if raw else 'mask'}", cmd, kinds, raw)
             self.check(f"redis-py ({'raw' if raw else 'mask'})", by_path, reqs, raw)
