@@ -48,6 +48,8 @@ SEAMS = {
     ("protocols/uwsgi", "protocols/tracecontext/traceparent.h"): "W3C trace context in CGI variables",
     ("protocols/uwsgi", "protocols/fastcgi/cgi_vars.h"): "CGI variables make a request's name and context",
     ("protocols/uwsgi", "protocols/http1/http_parse.h"): "the application's answer is a raw HTTP/1.x response",
+    ("protocols/uwsgi", "protocols/fastcgi/splice.h"): "the trace context put into a packet's vars, with the "
+                                                       "program's byte counts kept as FastCGI's",
     ("protocols/fastcgi", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
     ("protocols/uwsgi", "protocols/dispatch/wire_client.h"): "the interface a wire parser implements",
     # The database protocols: they implement the dispatch's WireClient, and record SQL rows the way the

@@ -22,6 +22,7 @@
 #include "protocols/pg/pg_client.h"
 #include "protocols/redis/redis_client.h"
 #include "protocols/memcached/memcached_client.h"
+#include "protocols/uwsgi/uwsgi_client.h"
 #include "hints/hint_board.h"
 #include "core/hold.h"
 #include "protocols/http1/http_inject.h"
@@ -316,6 +317,10 @@ void classify(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, const cha
   }
   if (fcgi::looks_like_request(head, k)) {
     start_wire(c, fcgi::make_client(wire_env(s, c)));
+    return;
+  }
+  if (uwsgi::looks_like_request(head, k)) {  // nginx's uwsgi_pass: a packet header, then vars
+    start_wire(c, uwsgi::make_client(wire_env(s, c)));
     return;
   }
   if (s->quiet) {  // a Unix socket that speaks none of them: let go (FdSlot::quiet)

@@ -38,6 +38,8 @@ class VarsReader {
   size_t feed(const char* p, size_t n, Sink& sink);
   bool done() const { return state_ == State::done; }
   bool dead() const { return state_ == State::dead; }
+  // The packet's 4-byte header was read (datasize() and modifier1() hold it).
+  bool header_done() const { return state_ != State::header; }
   uint8_t modifier1() const { return uint8_t(hdr_[0]); }
   uint16_t datasize() const { return datasize_; }
 
