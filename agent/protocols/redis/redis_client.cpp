@@ -280,6 +280,9 @@ class RedisClient final : public WireClient {
 
   void answer(const Frame& f) {
     Pending& e = q_.front();
+    // A server answers a command once it has read all of it: a reply before that is not this
+    // conversation (and the rest of the command would belong to no row).
+    if (!e.complete) return stop("a reply before its command was written");
     uint16_t flags = e.flags;
     bool ok = f.kind == '+';
     if ((flags & kSelect) && ok && e.db >= 0) db_ = e.db;

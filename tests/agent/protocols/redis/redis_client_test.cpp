@@ -208,6 +208,21 @@ TEST_F(RedisClientTest, ACommandCutShortKeepsItsBytesHoweverTheWritesSplit) {
   }
 }
 
+// Found by fuzzing (agent_fuzz_redis_conn): a reply read while its command was still being written
+// closed the command's row, and the command's last bytes then belonged to no row.
+TEST_F(RedisClientTest, AReplyBeforeItsCommandIsWholeStopsTheFollowing) {
+  const Conversation c = {{true, "*3\r\n$3\r\nSET\r\n$3\r\nk:1\r\n$5\r\nhel"},
+                          {false, "+OK\r\n"},
+                          {true, "lo\r\n"}};
+  uint64_t before = counters().streams_unparsed.load();
+  Played r = play(c);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].error, "wire protocol not followed (a reply before its command was written)");
+  EXPECT_EQ(r.rows[0].bytes_written, 29u);  // what was written of it when the reply came
+  EXPECT_EQ(counters().streams_unparsed.load() - before, 1u);
+  EXPECT_EQ(play(c, SIZE_MAX, 0, true).lines, r.lines);
+}
+
 TEST_F(RedisClientTest, EverySplitGivesTheSameRows) {
   std::vector<const Conversation*> all;
   for (const auto* set : {&redis_captures::kRedisPy, &redis_captures::kRedisCli, &redis_captures::kRedisCliResp3,
