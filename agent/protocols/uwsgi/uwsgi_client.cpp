@@ -75,7 +75,7 @@ class UwsgiClient final : public WireClient {
       else close(why.empty() ? std::string_view("connection closed before the response ended") : why);
     }
     phase_ = Phase::idle;
-    answered_ = false;
+    answered_ = drain_ = false;
   }
   bool stopped() const override { return stopped_; }
   int plan_write(const iovec* iov, int cnt, iovec* out) override;
@@ -97,7 +97,7 @@ class UwsgiClient final : public WireClient {
     phase_ = Phase::vars;
     vars_.reset();
     cgi_.clear();
-    answered_ = first_byte_ = false;
+    answered_ = first_byte_ = drain_ = false;
     written_ = read_ = 0;
     resp_.reset(false);
     row_ = StepRef{};
@@ -183,6 +183,7 @@ class UwsgiClient final : public WireClient {
   uint64_t body_left_ = 0;
   bool answered_ = false;  // the response ended while the request's body was still going out
   bool first_byte_ = false;
+  bool drain_ = false;     // the answer to a HEAD request ended: what follows it is its body
   bool stopping_ = false;  // stop() was called; stopped_ once no inserted byte is pending
   bool stopped_ = false;
   bool injected_ = false;     // the packet going out carries the client's vars
@@ -229,7 +230,7 @@ void UwsgiClient::on_sent(const char* p, size_t n) {
 }
 
 void UwsgiClient::on_received(const char* p, size_t n) {
-  if (stopping_) return;
+  if (stopping_ || drain_) return;
   // An answer before the request's vars ended, or after it ended: not uwsgi as the client knows it.
   if ((phase_ != Phase::body && phase_ != Phase::sent) || answered_) return stop();
   if (!first_byte_ && rec::usable(row_)) {
@@ -242,9 +243,12 @@ void UwsgiClient::on_received(const char* p, size_t n) {
   read_ += used;
   if (!resp_.done()) return;
   close({});
+  // uWSGI writes the body of a HEAD request's answer all the same (the front drops it): up to the
+  // connection's end, which is where uWSGI ends every answer, it is not another answer.
+  drain_ = cgi_.method == "HEAD";
   if (phase_ == Phase::sent) phase_ = Phase::idle;
   else answered_ = true;  // the rest of the body still goes out, then the next packet
-  if (used < n) stop();   // bytes after the answer
+  if (used < n && !drain_) stop();  // bytes after the answer
 }
 
 int UwsgiClient::plan_write(const iovec* iov, int cnt, iovec* out) {

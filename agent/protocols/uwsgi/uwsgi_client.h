@@ -12,7 +12,8 @@
 //     its status line is the row's status, its bytes the row's bytes read, and its last byte closes the
 //     row — or the connection's end for a response without a length (what uWSGI writes when the
 //     application sets none: it closes the connection after each request). The connection's end before
-//     that closes the row with an error.
+//     that closes the row with an error. uWSGI writes the body of a HEAD request's answer all the same
+//     (nginx drops it): after such an answer's head, the bytes until the next packet are ignored.
 //   - plan_write/commit_write: the packet's 4-byte header is replaced by the header with its datasize
 //     grown, followed by vars of the client's own — HTTP_TRACEPARENT (the row's span id as parent id),
 //     HTTP_TRACESTATE and HTTP_BAGGAGE when the transaction has them (splice.h: the program's byte counts

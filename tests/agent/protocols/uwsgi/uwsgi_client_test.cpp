@@ -444,3 +444,18 @@ TEST_F(UwsgiClientTest, GarbageWhileInsertedBytesArePendingStopsAfterThem) {
   EXPECT_EQ(counters().streams_unparsed.load(), 1u);
   EXPECT_EQ(without_inserted(wire, kProgram), kProgram);
 }
+
+// uWSGI answers a HEAD request with its body all the same (captures/nginx-head.bin): the row ends at
+// the head, and the body is not taken for a second answer.
+TEST_F(UwsgiClientTest, BodyOfAHeadAnswerIsNotASecondAnswer) {
+  write_all(*client, request("HEAD", "/head"), 1 << 20);
+  receive("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhello /head");
+  client->on_end("connection closed by the server before the reply ended");
+  EXPECT_FALSE(client->stopped());
+  EXPECT_EQ(counters().streams_unparsed.load(), 0u);
+  const Transaction& f = end_front();
+  ASSERT_NE(call_row(f), nullptr);
+  EXPECT_EQ(call_row(f)->status, 200);
+  EXPECT_TRUE(call_row(f)->error.empty());
+  EXPECT_EQ(row_attr(*call_row(f), "method"), "HEAD");
+}
