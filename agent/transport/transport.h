@@ -39,6 +39,18 @@ void start_held();
 inline void before_wait() {
   if (__builtin_expect(g_held.load(std::memory_order_relaxed), 0)) start_held();
 }
+// The same for a hook that ends in a tail call of the real function (the event-wait hooks): the rare
+// path is a function of its own, so the common one keeps no stack frame.
+template <class F, class... A>
+__attribute__((noinline, cold)) auto start_held_then(F real, A... a) {
+  start_held();
+  return real(a...);
+}
+template <class F, class... A>
+inline auto wait_call(F real, A... a) {
+  if (__builtin_expect(g_held.load(std::memory_order_relaxed), 0)) return start_held_then(real, a...);
+  return real(a...);
+}
 
 // Process exit is starting: transactions ended from now on do not start the agent thread (flush()
 // sends them on the exiting thread).
