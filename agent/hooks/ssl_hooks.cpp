@@ -11,7 +11,9 @@
 // (HTTP/1.x over a TLS server is not).
 //
 // PostgreSQL and MySQL connections that switched to TLS after their first plaintext bytes: the plaintext
-// goes to the socket's wire client (protocols/dispatch/wire_client.h), which makes its SQL rows.
+// goes to the socket's wire client (protocols/dispatch/wire_client.h), which makes its SQL rows. The
+// handshake and the shutdown are hooked too (no rows) so that all of libssl's own socket I/O runs with
+// the tls family held: records passing such a socket outside it are TLS the agent cannot read.
 //
 // Not here: HTTP/1.x servers, and anything while a libcurl hook runs (curl's own hook records the
 // transfer; the http_call hook family is then held).
@@ -438,4 +440,29 @@ extern "C" int SSL_read_ex(SSL* ssl, void* buf, size_t num, size_t* readbytes) {
   int r = real(ssl, buf, num, readbytes);
   if (r == 1 && readbytes && *readbytes > 0 && watching(guard)) received(ssl, buf, *readbytes);
   return r;
+}
+
+// The handshake and the shutdown make no rows: they are hooked only so that the tls family is held while
+// libssl does socket I/O of its own. A wire connection's TLS records written or read with it not held are
+// TLS the program does without libssl on that socket (a runtime's own OpenSSL, JSSE, memory BIOs), whose
+// plaintext never comes here: the dispatch counts such a connection at once (http_out.cpp, tls_unseen).
+extern "C" int SSL_do_handshake(SSL* ssl) {
+  auto real = TXRAY_REAL(SSL_do_handshake, kSsl);
+  if (!real) return -1;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  return real(ssl);
+}
+
+extern "C" int SSL_connect(SSL* ssl) {
+  auto real = TXRAY_REAL(SSL_connect, kSsl);
+  if (!real) return -1;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  return real(ssl);
+}
+
+extern "C" int SSL_shutdown(SSL* ssl) {
+  auto real = TXRAY_REAL(SSL_shutdown, kSsl);
+  if (!real) return -1;
+  txray::HookGuard guard(txray::HookFamily::tls);
+  return real(ssl);
 }

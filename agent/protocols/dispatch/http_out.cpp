@@ -188,8 +188,24 @@ bool library_took_over(FdSlot* s, HttpClientConn* c) {
   return true;
 }
 
+// True while libssl runs on this thread (ssl_hooks.cpp holds the tls family in SSL_read/SSL_write, the
+// handshake and the shutdown).
+bool inside_libssl() { return hooks::t_in_family & (1u << static_cast<unsigned>(HookFamily::tls)); }
+
+// TLS records of a wire connection written or read outside libssl, before any plaintext came through
+// it: the program does TLS without libssl on this socket (Node's OpenSSL built into node, the JVM's JSSE,
+// or libssl on memory BIOs as asyncio does, whose plaintext names no socket), so its statements cannot be
+// seen. Counted now, once (end_wire), rather than at the close, which a pooled connection may never reach
+// before the process ends; the connection is a plain socket from here on.
+bool tls_unseen(FdSlot* s, HttpClientConn* c) {
+  if (!c->wire_active || !c->wire_tls || c->tls_fed || inside_libssl()) return false;
+  end_wire(c, {});
+  let_go_if_not_http(s, c);
+  return true;
+}
+
 void wire_sent(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
-  if (library_took_over(s, c)) return;
+  if (library_took_over(s, c) || tls_unseen(s, c)) return;
   for (int i = 0; i < cnt && n > 0 && c->wire_active && !c->wire_tls; ++i) {
     size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
     if (take) c->wire->on_sent(static_cast<const char*>(iov[i].iov_base), take);
@@ -239,7 +255,10 @@ bool wire_write_through(FdSlot* s, HttpClientConn* c, int fd, const iovec* iov, 
 
 void wire_received(FdSlot* s, HttpClientConn* c, const char* p, size_t n) {
   if (library_took_over(s, c)) return;
-  if (c->wire_tls) return;  // TLS records: the plaintext comes through tls_plaintext()
+  if (c->wire_tls) {  // TLS records: the plaintext comes through tls_plaintext(), if libssl makes them
+    tls_unseen(s, c);
+    return;
+  }
   c->wire->on_received(p, n);
   check_wire(s, c);
 }
