@@ -66,7 +66,9 @@ class FcgiClient final : public WireClient {
       if (c.id) close(c, why.empty() ? std::string_view("connection closed before END_REQUEST") : why);
     planned_ = 0;
   }
-  bool stopped() const override { return stopped_; }
+  // Given up with part of an inserted record still to send: the connection stays the client's until
+  // those bytes went out (the next write sends them first), or the server would read a record cut short.
+  bool stopped() const override { return stopped_ && !splice_.has_pending(); }
   int plan_write(const iovec* iov, int cnt, iovec* out) override;
   size_t commit_write(size_t accepted) override;
 
@@ -168,7 +170,7 @@ class FcgiClient final : public WireClient {
     if (!stopped_) counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
     stopped_ = true;
     on_end("FastCGI stream not understood");
-    splice_.clear();
+    splice_.begin();  // nothing more is inserted; what is pending still goes out
   }
 
   struct SentSink final : RecordReader::Sink, NameValueReader::Sink {

@@ -184,6 +184,45 @@ TEST(FcgiRequestRecognition, BeginRequestOnly) {
   EXPECT_FALSE(fcgi::looks_like_request(pg.data(), pg.size()));
 }
 
+// Found by fuzzing (agent_fuzz_fastcgi_client): bytes the client did not understand, read while part of
+// its inserted record was still to be sent, made it give up and drop those bytes, so the application
+// read a PARAMS record cut short. It now sends them first and only then lets the connection go.
+TEST_F(FcgiClientTest, GivingUpWithPartOfTheRecordPendingSendsItFirst) {
+  std::string prog = kProgram;
+  iovec iov{prog.data(), prog.size()};
+  iovec out[1 + WireClient::kWriteExtra];
+  int k = client->plan_write(&iov, 1, out);
+  ASSERT_GT(k, 0);
+  std::string lay = gathered(out, k);
+  ASSERT_GT(lay.size(), prog.size() + 5);
+  // the kernel takes BEGIN_REQUEST and 5 bytes of the inserted record
+  size_t mine = client->commit_write(16 + 5);
+  EXPECT_EQ(mine, 16u);
+  std::string wire = lay.substr(0, 16 + 5);
+  client->on_sent(prog.data(), mine);
+  uint64_t before = counters().streams_unparsed.load();
+  client->on_received("\x02\x06\x00\x01\x00\x00\x00\x00", 8);  // not FastCGI 1
+  EXPECT_EQ(counters().streams_unparsed.load() - before, 1u);
+  EXPECT_FALSE(client->stopped()) << "let go with bytes of its record still to send";
+  iovec rest{prog.data() + mine, prog.size() - mine};
+  k = client->plan_write(&rest, 1, out);
+  ASSERT_GT(k, 0);
+  std::string lay2 = gathered(out, k);
+  EXPECT_EQ(client->commit_write(lay2.size()), prog.size() - mine);
+  wire += lay2;
+  client->on_sent(prog.data() + mine, prog.size() - mine);
+  EXPECT_TRUE(client->stopped());
+  // the wire: the program's bytes with one whole PARAMS record after BEGIN_REQUEST
+  fcgi::Header h;
+  ASSERT_TRUE(fcgi::parse_header(wire.data() + 16, &h));
+  EXPECT_EQ(h.type, fcgi::kParams);
+  std::string without = wire;
+  without.erase(16, 8 + h.content + h.padding);
+  EXPECT_EQ(without, prog);
+  // nothing more is inserted or changed
+  EXPECT_EQ(client->plan_write(&iov, 1, out), 0);
+}
+
 TEST_F(FcgiClientTest, CallRowLinksToTheApplicationsTransaction) {
   std::string wire = write_all(*client, kProgram, 1 << 20);
   ASSERT_GT(wire.size(), kProgram.size());
