@@ -143,6 +143,20 @@ StepRef open_unnested(Transaction* tx, StepKind kind) {
   return make_ref(tx, rows::add_unnested(tx, kind));
 }
 
+StepRef open_unnested(Transaction* tx, StepKind kind, const SharedText& text, uint64_t fingerprint,
+                      std::string_view attr_key, std::string_view attr_value) {
+  if (unattr::is_container(tx)) unattr::rotate_if_full();
+  Section sec(tx);
+  if (!sec) return {};
+  int32_t i = rows::add_unnested(tx, kind);
+  Step& st = tx->steps[size_t(i)];
+  share_text(st, text);
+  st.fingerprint = fingerprint;
+  if (!attr_key.empty())
+    st.attrs.push_back(Attr{std::string(attr_key.substr(0, 128)), std::string(attr_value.substr(0, 1024))});
+  return make_ref(tx, i);
+}
+
 StepRef add(Transaction* tx, StepKind kind, std::string_view text) {
   if (unattr::is_container(tx)) unattr::rotate_if_full();
   Section sec(tx);
@@ -174,6 +188,8 @@ uint64_t close_sql(StepRef& s, const SqlRow& row) {
   if (row.binds) st->binds = *row.binds;
   st->rows = row.rows;
   st->changes = row.changes;
+  st->bytes_read += row.bytes_read;
+  st->bytes_written += row.bytes_written;
   uint64_t elapsed = rows::close_at(s.tx, s.index);  // may fold the step: `st` is not used after this
   if (is_slow(elapsed))
     if (Step* again = lookup(s)) take_stack(*again);

@@ -121,6 +121,11 @@ StepRef open(Transaction* tx, StepKind kind);
 // Opens a call step that is no parent of later steps and closes alone (step_rows.h, add_unnested): an
 // HTTP/2 stream, concurrent with the others one thread writes on its connection.
 StepRef open_unnested(Transaction* tx, StepKind kind);
+// The same with its text (shared, cut at 4 KiB), fingerprint and, when attr_key is not empty, one
+// attribute set in that one recorder entry: a statement a wire parser saw start (text and parameters),
+// whose reply may never come before its transaction ends.
+StepRef open_unnested(Transaction* tx, StepKind kind, const SharedText& text, uint64_t fingerprint,
+                      std::string_view attr_key = {}, std::string_view attr_value = {});
 
 // Closes a call step: elapsed_ns = now - its open time. Reads the wall clock only (not the CPU clock).
 // Returns that elapsed_ns, also when the step was folded into a summary line at close (then it is the
@@ -134,6 +139,8 @@ struct SqlRow {
   const SharedText* binds = nullptr;  // bind parameters (attribute "binds"); null or empty = none
   int64_t rows = -1;
   int64_t changes = -1;
+  uint64_t bytes_read = 0;     // added to the row's bytes (a wire parser's stretch of the stream)
+  uint64_t bytes_written = 0;
 };
 
 // The hot path of a SQL row, in one recorder entry: sets the fields, closes the step and adds it to

@@ -14,6 +14,12 @@ namespace txray::pg {
 namespace {
 constexpr std::string_view kNotFollowed = "wire protocol not followed";
 constexpr std::string_view kSkipped = "not run: an earlier statement failed";
+
+// An Execute of a portal whose Bind the client did not see: normalized once per process.
+const sql::StatementText& unknown_portal() {
+  static const sql::StatementText t = sql::statement_text("EXECUTE");
+  return t;
+}
 }  // namespace
 
 PgConn::PgConn(const WireEnv& env, TxSource tx_of) : env_(env), tx_of_(tx_of) {
@@ -55,8 +61,11 @@ bool PgConn::stop() {
   counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
   close_all(kNotFollowed);
   stmts_.clear();
+  hot_ = nullptr;
   order_.clear();
   portals_.clear();
+  have_unnamed_portal_ = false;
+  unnamed_portal_ = {};
   return false;
 }
 
@@ -89,16 +98,10 @@ int PgConn::open(Transaction* tx, const sql::StatementText& t, std::string_view 
   return idx;
 }
 
-PgConn::Row* PgConn::row_of(int idx, uint32_t gen) {
-  if (idx < 0 || size_t(idx) >= rows_.size()) return nullptr;
-  Row& r = rows_[size_t(idx)];
-  return r.used && r.gen == gen ? &r : nullptr;
-}
-
 void PgConn::close_row(int idx, uint32_t gen, std::string_view error) {
   Row* r = row_of(idx, gen);
   if (!r) return;
-  if (rec::usable(r->w.step)) {
+  if ((r->notices || notifications_unreported_) && rec::usable(r->w.step)) {
     if (r->notices) rec::add_attr(r->w.step, "notices", std::to_string(r->notices));
     if (notifications_unreported_) {
       rec::add_attr(r->w.step, "notifications", std::to_string(notifications_unreported_));
@@ -108,7 +111,7 @@ void PgConn::close_row(int idx, uint32_t gen, std::string_view error) {
   sql::close_row(r->w, bytes_here(false), error);
   r->used = false;
   free_rows_.push_back(idx);
-  if (unit_.row == idx && unit_.gen == gen) unit_ = Unit{};
+  if (unit_.row == idx && unit_.gen == gen) clear_unit();
 }
 
 void PgConn::close_all(std::string_view error) {
@@ -124,41 +127,76 @@ void PgConn::close_all(std::string_view error) {
   for (size_t i = 0; i < rows_.size(); ++i)
     if (rows_[i].used) close_row(int(i), rows_[i].gen, error);
   ops_.clear();
-  unit_ = Unit{};
+  clear_unit();
   skipping_ = false;
 }
 
 // The statement being built gets no Execute: a Parse alone is a prepare (closed at its ParseComplete), a
 // Bind alone closes at its BindComplete — or now, when that reply was read already.
-void PgConn::finish_unit() {
-  if (unit_.row < 0) return;
-  Unit u = unit_;
-  unit_ = Unit{};
-  Row* r = row_of(u.row, u.gen);
-  if (!r) return;
-  if (!u.bound) {
-    std::string head = "PREPARE " + (u.stmt.empty() ? std::string("\"\"") : u.stmt) + " AS ";
-    auto it = stmts_.find(u.stmt);
-    if (it != stmts_.end() && rec::usable(r->w.step)) {
-      sql::StatementText t = sql::statement_text(head + std::string(it->second.text.text.view()));
-      rec::set_text(r->w.step, t.text);
-      rec::set_fingerprint(r->w.step, t.fingerprint);
-    }
+void PgConn::finish_unit_slow() {
+  int row = unit_.row;
+  uint32_t gen = unit_.gen;
+  uint64_t last_seq = unit_.last_seq;
+  Row* r = row_of(row, gen);
+  if (r && !unit_.bound) {
+    std::string head = "PREPARE " + (unit_.stmt.empty() ? std::string("\"\"") : unit_.stmt) + " AS ";
+    const Stmt* st = find_stmt(unit_.stmt);
+    if (st && rec::usable(r->w.step)) sql::retext_row(r->w, sql::statement_text(head + std::string(st->text.text.view())));
   }
-  if (u.last_seq >= head_seq_ && u.last_seq - head_seq_ < ops_.size()) ops_[size_t(u.last_seq - head_seq_)].closes = true;
-  else close_row(u.row, u.gen);
+  clear_unit();
+  if (!r) return;
+  if (last_seq >= head_seq_ && last_seq - head_seq_ < ops_.size()) ops_[size_t(last_seq - head_seq_)].closes = true;
+  else close_row(row, gen);
 }
 
-PgConn::Op PgConn::named_op(OpKind k, std::string_view name) {
-  Op op(k);
-  op.name.assign(name);
-  return op;
+void PgConn::start_unit(int row, uint32_t gen, std::string_view stmt) {
+  unit_.row = row;
+  unit_.gen = gen;
+  unit_.bound = false;
+  unit_.stmt.assign(stmt);
+  unit_.portal.clear();
+  unit_.last_seq = 0;
 }
 
-bool PgConn::push(Op&& op) {
-  if (ops_.size() >= kMaxPending) return stop();
-  ops_.push_back(std::move(op));
-  return true;
+void PgConn::clear_unit() {
+  unit_.row = -1;
+  unit_.gen = 0;
+  unit_.bound = false;
+  unit_.stmt.clear();
+  unit_.portal.clear();
+  unit_.last_seq = 0;
+}
+
+const PgConn::Stmt* PgConn::find_stmt(std::string_view name) {
+  if (hot_ && hot_name_ == name) return hot_;
+  auto it = stmts_.find(std::string(name));
+  if (it == stmts_.end()) return nullptr;
+  hot_ = &it->second;
+  hot_name_.assign(name);
+  return hot_;
+}
+
+void PgConn::forget_stmt(std::string_view name) {
+  auto it = stmts_.find(std::string(name));
+  if (it == stmts_.end()) return;
+  if (hot_ == &it->second) hot_ = nullptr;
+  stmts_.erase(it);
+}
+
+const sql::StatementText* PgConn::find_portal(std::string_view name) const {
+  if (name.empty()) return have_unnamed_portal_ ? &unnamed_portal_ : nullptr;
+  auto it = portals_.find(std::string(name));
+  return it == portals_.end() ? nullptr : &it->second;
+}
+
+void PgConn::put_portal(std::string_view name, sql::StatementText t) {
+  if (name.empty()) {
+    unnamed_portal_ = std::move(t);
+    have_unnamed_portal_ = true;
+    return;
+  }
+  if (portals_.size() >= kMaxPortals && !portals_.count(std::string(name))) portals_.clear();
+  portals_[std::string(name)] = std::move(t);
 }
 
 void PgConn::pop() {
@@ -168,10 +206,13 @@ void PgConn::pop() {
 
 // --- statements --------------------------------------------------------------------------------------
 
-void PgConn::put_statement(std::string_view name, sql::StatementText t, std::vector<uint32_t> oids) {
+void PgConn::put_statement(std::string_view name, sql::StatementText t, std::vector<uint32_t> oids, std::string_view raw) {
+  std::string_view kept = raw.size() <= kMaxRaw ? raw : std::string_view();
   auto it = stmts_.find(std::string(name));
   if (it != stmts_.end()) {
-    it->second = Stmt{std::move(t), std::move(oids)};
+    it->second.text = std::move(t);
+    it->second.oids = std::move(oids);
+    it->second.raw.assign(kept);
     return;
   }
   if (!name.empty()) {
@@ -179,6 +220,7 @@ void PgConn::put_statement(std::string_view name, sql::StatementText t, std::vec
       auto old = stmts_.find(order_.front());
       order_.pop_front();
       if (old != stmts_.end() && !old->first.empty()) {
+        if (hot_ == &old->second) hot_ = nullptr;
         stmts_.erase(old);
         ++evicted_;
       }
@@ -191,17 +233,19 @@ void PgConn::put_statement(std::string_view name, sql::StatementText t, std::vec
     }
     order_.emplace_back(name);
   }
-  stmts_.emplace(std::string(name), Stmt{std::move(t), std::move(oids)});
+  stmts_.emplace(std::string(name), Stmt{std::move(t), std::move(oids), std::string(kept)});
 }
 
 // The "params" attribute: format_pg_params' format (sql_binds.h), with binary values of known types
 // decoded to their text in raw mode.
-std::string PgConn::format_params(const BindMsg& b, const std::vector<uint32_t>* oids) const {
+std::string_view PgConn::format_params(const BindMsg& b, const std::vector<uint32_t>* oids) {
   const sql::Settings& cfg = sql::settings();
-  std::string out;
+  std::string& out = params_;
+  if (out.capacity() > 16384) std::string().swap(out);  // a raw mode with long values: not kept for good
+  out.clear();
   if (cfg.mode == sql::TextMode::off || b.total <= 0) return out;
   bool raw = cfg.mode == sql::TextMode::raw;
-  std::string t;
+  std::string& t = value_scratch_;
   for (size_t i = 0; i < b.params.size() && i < size_t(sql::BindList::kMaxRecorded); ++i) {
     const BindParam& p = b.params[i];
     if (i) out += ", ";
@@ -224,7 +268,23 @@ std::string PgConn::format_params(const BindMsg& b, const std::vector<uint32_t>*
 
 // --- frontend ----------------------------------------------------------------------------------------
 
+// The messages every statement writes first, in a function small enough to need few registers (the
+// rest, and anything unexpected, in on_front_rest, which checks again).
 bool PgConn::on_front(const Message& m) {
+  if (__builtin_expect(!skipping_, 1)) {
+    switch (m.type) {
+      case 'B': return bind(m);
+      case 'E': return execute(m);
+      case 'S':
+        finish_unit();
+        return push(OpKind::sync);
+      default: break;
+    }
+  }
+  return on_front_rest(m);
+}
+
+bool PgConn::on_front_rest(const Message& m) {
   if (m.type == 0) return startup(m);
   if (skipping_ && m.type != 'S' && m.type != 'Q') {
     // The server ignores what follows an error until the Sync; a Parse or Close it ignores changes
@@ -241,8 +301,12 @@ bool PgConn::on_front(const Message& m) {
       uint8_t kind = r.u8();
       std::string_view name = r.cstr();
       if (!r.ok && !m.cut()) return stop();
-      if (kind == 'S') return push(named_op(OpKind::describe_stmt, name));
-      if (kind == 'P') return push(Op(OpKind::describe_portal));
+      if (kind == 'S') {
+        Op* op = push(OpKind::describe_stmt);
+        if (op) op->name.assign(name);
+        return op;
+      }
+      if (kind == 'P') return push(OpKind::describe_portal);
       return stop();
     }
     case 'C': {
@@ -251,21 +315,21 @@ bool PgConn::on_front(const Message& m) {
       std::string name(r.cstr());
       if (!r.ok && !m.cut()) return stop();
       if (kind == 'S') {
-        auto it = stmts_.find(name);
-        if (it != stmts_.end()) stmts_.erase(it);
+        forget_stmt(name);
       } else if (kind == 'P') {
-        portals_.erase(name);
+        if (name.empty()) have_unnamed_portal_ = false, unnamed_portal_ = {};
+        else portals_.erase(name);
       } else {
         return stop();
       }
-      return push(Op(OpKind::close));
+      return push(OpKind::close);
     }
     case 'S':
       finish_unit();
       skipping_ = false;
-      return push(Op(OpKind::sync));
+      return push(OpKind::sync);
     case 'F':
-      return push(Op(OpKind::fcall));
+      return push(OpKind::fcall);
     default:  // Flush, Terminate, PasswordMessage/SASL, CopyData/CopyDone/CopyFail: nothing is owed
       return true;
   }
@@ -310,84 +374,124 @@ bool PgConn::parse(const Message& m) {
   ParseMsg& pm = parse_scratch_;
   if (!parse_parse(m.body, &pm) && !m.cut()) return stop();
   finish_unit();
-  sql::StatementText t = sql::statement_text(pm.query);
-  Op op(OpKind::parse);
-  Transaction* tx = next_tx();
-  int row = open(tx, t, {});
-  put_statement(pm.name, std::move(t), std::move(pm.oids));
+  Op* op = push(OpKind::parse);
+  if (!op) return false;
+  uint64_t seq = head_seq_ + ops_.size() - 1;
+  // The same text parsed again into the same name: its normalized text is the one made last time.
+  const Stmt* same = find_stmt(pm.name);
+  bool again = same && !m.cut() && !same->raw.empty() && same->raw == pm.query;
+  sql::StatementText t = again ? same->text : sql::statement_text(pm.query);
+  int row = open(next_tx(), t, {});
+  put_statement(pm.name, std::move(t), std::move(pm.oids), m.cut() ? std::string_view() : pm.query);
   pm.oids = {};
   if (row >= 0) {
-    unit_ = Unit(row, rows_[size_t(row)].gen, pm.name);
-    op.row = row;
-    op.gen = unit_.gen;
-    unit_.last_seq = head_seq_ + ops_.size();
+    start_unit(row, rows_[size_t(row)].gen, pm.name);
+    op->row = row;
+    op->gen = unit_.gen;
+    unit_.last_seq = seq;
   }
-  return push(std::move(op));
+  return true;
 }
 
 bool PgConn::bind(const Message& m) {
   BindMsg& b = bind_scratch_;
   if (!parse_bind(m.body, &b) && !m.cut()) return stop();
-  auto it = stmts_.find(std::string(b.statement));
-  const Stmt* st = it == stmts_.end() ? nullptr : &it->second;
-  std::string params = format_params(b, st ? &st->oids : nullptr);
-  sql::StatementText text =
-      st ? st->text : sql::statement_text("EXECUTE " + (b.statement.empty() ? std::string("\"\"") : std::string(b.statement)));
-  Op op(OpKind::bind);
+  Op* op = push(OpKind::bind);
+  if (!op) return false;
+  uint64_t seq = head_seq_ + ops_.size() - 1;
+  const Stmt* st = find_stmt(b.statement);
+  if (!st) {
+    // Prepared before the agent followed the connection (or in a message it could not read whole):
+    // named once by what is known, and kept, so that its executions are not normalized again.
+    put_statement(b.statement,
+                  sql::statement_text("EXECUTE " + (b.statement.empty() ? std::string("\"\"") : std::string(b.statement))),
+                  {}, {});
+    st = find_stmt(b.statement);
+    if (!st) return stop();
+  }
+  std::string_view params = format_params(b, &st->oids);
   Row* r = row_of(unit_.row, unit_.gen);
   if (r && !unit_.bound && unit_.stmt == b.statement) {
     if (!params.empty() && rec::usable(r->w.step)) rec::add_attr(r->w.step, "params", params);
   } else {
     finish_unit();
-    int row = open(next_tx(), text, params);
-    if (row >= 0) unit_ = Unit(row, rows_[size_t(row)].gen, b.statement);
+    int row = open(next_tx(), st->text, params);
+    if (row >= 0) start_unit(row, rows_[size_t(row)].gen, b.statement);
   }
   if (unit_.row >= 0) {
     unit_.bound = true;
     unit_.portal.assign(b.portal);
-    unit_.last_seq = head_seq_ + ops_.size();
-    op.row = unit_.row;
-    op.gen = unit_.gen;
+    unit_.last_seq = seq;
+    op->row = unit_.row;
+    op->gen = unit_.gen;
   }
-  if (portals_.size() >= kMaxPortals && !portals_.count(std::string(b.portal))) portals_.clear();
-  portals_[std::string(b.portal)] = std::move(text);
-  return push(std::move(op));
+  put_portal(b.portal, st->text);
+  return true;
 }
 
 bool PgConn::execute(const Message& m) {
   Reader rd{m.body};
   std::string_view portal = rd.cstr();
   if (!rd.ok) return stop();
-  Op op(OpKind::execute, true);
+  Op* op = push(OpKind::execute, true);
+  if (!op) return false;
   if (unit_.row >= 0 && unit_.bound && unit_.portal == portal) {
-    op.row = unit_.row;
-    op.gen = unit_.gen;
-    unit_ = Unit{};
+    op->row = unit_.row;
+    op->gen = unit_.gen;
+    clear_unit();
   } else {
     finish_unit();
-    auto it = portals_.find(std::string(portal));
-    sql::StatementText t = it != portals_.end() ? it->second : sql::statement_text("EXECUTE");
-    op.row = open(next_tx(), t, {});
-    if (op.row >= 0) op.gen = rows_[size_t(op.row)].gen;
+    const sql::StatementText* p = find_portal(portal);
+    op->row = open(next_tx(), p ? *p : unknown_portal(), {});
+    if (op->row >= 0) op->gen = rows_[size_t(op->row)].gen;
   }
-  return push(std::move(op));
+  return true;
 }
 
 bool PgConn::query(const Message& m) {
   finish_unit();
+  Op* op = push(OpKind::query, true);
+  if (!op) return false;
   std::string_view q = m.body.substr(0, m.body.find('\0'));
   std::vector<std::string_view> pieces = split_statements(q);
-  Op op(OpKind::query, true);
   sql::StatementText first = sql::statement_text(pieces.empty() ? q : pieces[0]);
-  for (size_t i = 1; i < pieces.size(); ++i) op.more.push_back(sql::statement_text(pieces[i]));
-  op.row = open(next_tx(), first, {});
-  if (op.row >= 0) op.gen = rows_[size_t(op.row)].gen;
-  return push(std::move(op));
+  for (size_t i = 1; i < pieces.size(); ++i) op->more.push_back(sql::statement_text(pieces[i]));
+  op->row = open(next_tx(), first, {});
+  if (op->row >= 0) op->gen = rows_[size_t(op->row)].gen;
+  return true;
 }
 
 // --- backend -----------------------------------------------------------------------------------------
 
+// A statement's replies, as on_front: the rest in on_back_rest.
 bool PgConn::on_back(const Message& m) {
+  if (__builtin_expect(!awaiting_answer_, 1)) {
+    Op* f = front();
+    switch (m.type) {
+      case 'D':
+        if (!f || (f->kind != OpKind::execute && f->kind != OpKind::query)) break;
+        if (Row* r = row_of(f->row, f->gen)) ++r->data_rows;
+        return true;
+      case 'C':
+        return complete(m, false);
+      case 'Z':
+        return ready();
+      case '2':
+        if (!f || f->kind != OpKind::bind) break;
+        if (f->closes) close_row(f->row, f->gen);
+        pop();
+        return true;
+      case 'T':
+        if (!f || (f->kind != OpKind::describe_stmt && f->kind != OpKind::describe_portal)) break;
+        pop();
+        return true;
+      default: break;
+    }
+  }
+  return on_back_rest(m);
+}
+
+bool PgConn::on_back_rest(const Message& m) {
   if (awaiting_answer_) {
     awaiting_answer_ = false;
     // The one byte that answers SSLRequest / GSSENCRequest (the framer hands it over as a message of no

@@ -91,7 +91,12 @@ class PgConn final : public WireClient {
   struct Stmt {
     sql::StatementText text;
     std::vector<uint32_t> oids;
+    // The query it was parsed from (up to kMaxRaw bytes): a driver that parses the same text again
+    // (JDBC and node-postgres re-Parse the unnamed statement at every execution) reuses `text` rather
+    // than normalizing it again.
+    std::string raw;
   };
+  static constexpr size_t kMaxRaw = 1024;
   // The statement being built: the row its Parse or Bind opened, until an Execute takes it.
   struct Unit {
     Unit() = default;
@@ -105,6 +110,8 @@ class PgConn final : public WireClient {
 
   bool on_front(const Message& m);
   bool on_back(const Message& m);
+  __attribute__((noinline)) bool on_front_rest(const Message& m);
+  __attribute__((noinline)) bool on_back_rest(const Message& m);
   bool startup(const Message& m);
   bool parse(const Message& m);
   bool bind(const Message& m);
@@ -114,18 +121,36 @@ class PgConn final : public WireClient {
   bool ready();
   bool complete(const Message& m, bool suspended);
 
-  static Op named_op(OpKind k, std::string_view name);
-  bool push(Op&& op);
+  void start_unit(int row, uint32_t gen, std::string_view stmt);
+  void clear_unit();
+  const Stmt* find_stmt(std::string_view name);
+  void forget_stmt(std::string_view name);
+  const sql::StatementText* find_portal(std::string_view name) const;
+  void put_portal(std::string_view name, sql::StatementText t);
+
+  // The op the server owes next for a message written now; nullptr when too many are owed (stopped).
+  Op* push(OpKind k, bool closes = false) {
+    if (ops_.size() >= kMaxPending) return stop(), nullptr;
+    return &ops_.emplace_back(k, closes);
+  }
   Op* front() { return ops_.empty() ? nullptr : &ops_.front(); }
   void pop();
   Transaction* next_tx();
   int open(Transaction* tx, const sql::StatementText& t, std::string_view params);
-  Row* row_of(int idx, uint32_t gen);
+  Row* row_of(int idx, uint32_t gen) {
+    if (idx < 0 || size_t(idx) >= rows_.size()) return nullptr;
+    Row& r = rows_[size_t(idx)];
+    return r.used && r.gen == gen ? &r : nullptr;
+  }
   void close_row(int idx, uint32_t gen, std::string_view error = {});
   void close_all(std::string_view error);
-  void finish_unit();
-  void put_statement(std::string_view name, sql::StatementText t, std::vector<uint32_t> oids);
-  std::string format_params(const BindMsg& b, const std::vector<uint32_t>* oids) const;
+  void finish_unit() {
+    if (unit_.row >= 0) finish_unit_slow();
+  }
+  void finish_unit_slow();
+  void put_statement(std::string_view name, sql::StatementText t, std::vector<uint32_t> oids, std::string_view raw);
+  // Into params_ (its capacity kept from one Bind to the next).
+  std::string_view format_params(const BindMsg& b, const std::vector<uint32_t>* oids);
   bool stop();
   const FdSlot* bytes_here(bool at_message_start);
 
@@ -151,17 +176,18 @@ class PgConn final : public WireClient {
     size_t size() const { return n_; }
     Op& front() { return buf_[head_]; }
     Op& operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
-    void push_back(Op&& op) {
+    // A new op at the back, made in place in a reused slot (its strings keep their capacity).
+    Op& emplace_back(OpKind kind, bool closes) {
       if (n_ == buf_.size()) grow();
       Op& slot = buf_[(head_ + n_) & (buf_.size() - 1)];
-      slot.kind = op.kind;
-      slot.row = op.row;
-      slot.gen = op.gen;
-      slot.closes = op.closes;
-      slot.name.assign(op.name);
-      slot.more = std::move(op.more);
-      slot.next = op.next;
+      slot.kind = kind;
+      slot.row = -1;
+      slot.gen = 0;
+      slot.closes = closes;
+      slot.name.clear();
+      slot.next = 0;  // `more` was emptied when the slot was popped
       ++n_;
+      return slot;
     }
     void pop_front() {
       buf_[head_].more.clear();
@@ -191,11 +217,18 @@ class PgConn final : public WireClient {
 
   std::unordered_map<std::string, Stmt> stmts_;
   std::deque<std::string> order_;  // named statements, oldest first (may hold closed names)
-  std::unordered_map<std::string, sql::StatementText> portals_;
+  // The statement looked up last (most Binds name the one before): found without hashing its name.
+  // Values of the map keep their address until erased; every erase forgets it.
+  const Stmt* hot_ = nullptr;
+  std::string hot_name_;
+  std::unordered_map<std::string, sql::StatementText> portals_;  // named portals
+  sql::StatementText unnamed_portal_;  // the one most drivers use, without a map
+  bool have_unnamed_portal_ = false;
   uint64_t evicted_ = 0, notices_ = 0, notifications_ = 0;
   uint32_t notifications_unreported_ = 0;
   ParseMsg parse_scratch_;
   BindMsg bind_scratch_;
+  std::string params_, value_scratch_;
 };
 
 }  // namespace txray::pg

@@ -10,11 +10,6 @@
 
 namespace txray::pg {
 
-uint32_t be32(const char* p) {
-  const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 | uint32_t(u[2]) << 8 | uint32_t(u[3]);
-}
-
 bool looks_like_start(const char* p, size_t n) {
   if (!p || n < 8) return false;
   uint32_t len = be32(p), code = be32(p + 4);
@@ -31,11 +26,8 @@ constexpr auto kTypes = [] {
   for (char c : std::string_view("RKSZENA123ntTDCIsGHWdcVv")) t[uint8_t(c)] |= 2;
   return t;
 }();
-}  // namespace
 
-bool known_type(Side side, char t) { return kTypes[uint8_t(t)] & (side == Side::frontend ? 1 : 2); }
-
-size_t keep_cap(Side side, char t) {
+constexpr size_t cap_of(Side side, char t) {
   if (side == Side::frontend) {
     switch (t) {
       case 0: return 10000;  // StartupMessage (the server's own limit)
@@ -52,6 +44,23 @@ size_t keep_cap(Side side, char t) {
     default: return 0;      // DataRow, CopyData, RowDescription, ParameterStatus, Authentication…
   }
 }
+}  // namespace
+
+bool known_type(Side side, char t) { return kTypes[uint8_t(t)] & (side == Side::frontend ? 1 : 2); }
+
+size_t keep_cap(Side side, char t) { return cap_of(side, t); }
+
+// Constant-initialized: a hook may frame bytes before any dynamic initializer of the agent ran.
+constexpr TypeCaps kTypeCap = [] {
+  TypeCaps c{};
+  for (int side = 0; side < 2; ++side)
+    for (int t = 0; t < 256; ++t) {
+      Side sd = side ? Side::backend : Side::frontend;
+      bool known = kTypes[size_t(t)] & (side ? 2 : 1);
+      c.cap[side][t] = known ? uint32_t(cap_of(sd, char(t))) : kUnknownType;
+    }
+  return c;
+}();
 
 bool Framer::begin_body() {
   uint32_t len;
@@ -70,49 +79,6 @@ bool Framer::begin_body() {
   body_.clear();
   in_body_ = true;
   return true;
-}
-
-// --- Reader ------------------------------------------------------------------------------------------
-
-uint8_t Reader::u8() {
-  if (left() < 1) return ok = false, 0;
-  return uint8_t(b[at++]);
-}
-int16_t Reader::i16() {
-  if (left() < 2) return at = b.size(), ok = false, 0;
-  auto* u = reinterpret_cast<const unsigned char*>(b.data() + at);
-  at += 2;
-  return int16_t(uint16_t(u[0] << 8 | u[1]));
-}
-int32_t Reader::i32() {
-  if (left() < 4) return at = b.size(), ok = false, 0;
-  uint32_t v = be32(b.data() + at);
-  at += 4;
-  return int32_t(v);
-}
-std::string_view Reader::cstr() {
-  if (at >= b.size()) return ok = false, std::string_view();
-  size_t e = b.find('\0', at);
-  if (e == std::string_view::npos) {
-    std::string_view s = b.substr(at);
-    at = b.size();
-    ok = false;
-    return s;
-  }
-  std::string_view s = b.substr(at, e - at);
-  at = e + 1;
-  return s;
-}
-std::string_view Reader::bytes(size_t n) {
-  if (left() < n) {
-    std::string_view s = b.substr(at);
-    at = b.size();
-    ok = false;
-    return s;
-  }
-  std::string_view s = b.substr(at, n);
-  at += n;
-  return s;
 }
 
 // --- bodies ------------------------------------------------------------------------------------------
@@ -164,15 +130,14 @@ Tag parse_tag(std::string_view body) {
     case 'C': t.write = s.starts_with("COPY"); break;
     default: break;
   }
-  size_t sp = s.rfind(' ');
-  if (sp == std::string_view::npos) return t;
+  // The last word, read from the end: a count when it is all digits (at most 18) after a space.
+  size_t i = s.size();
+  while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
+  size_t digits = s.size() - i;
+  if (digits == 0 || digits > 18 || i == 0 || s[i - 1] != ' ') return t;
   int64_t v = 0;
-  size_t digits = 0;
-  for (size_t i = sp + 1; i < s.size(); ++i, ++digits) {
-    if (s[i] < '0' || s[i] > '9' || digits >= 18) return t;
-    v = v * 10 + (s[i] - '0');
-  }
-  if (digits) t.count = v;
+  for (; i < s.size(); ++i) v = v * 10 + (s[i] - '0');
+  t.count = v;
   return t;
 }
 

@@ -20,7 +20,8 @@ inline constexpr size_t kMaxKept = 64 * 1024;       // the most of one message b
 
 // One complete message. `type` is 0 for the untyped messages that open a connection (StartupMessage,
 // SSLRequest, GSSENCRequest). `body` holds its first bytes (up to the type's cap); `length` is the
-// body's real length; `cut` says body is shorter than length.
+// body's real length; `cut` says body is shorter than length. `body` is valid during the callback only
+// (it points into the program's buffer when the message came whole, else into the framer's).
 struct Message {
   char type = 0;
   uint32_t length = 0;
@@ -74,6 +75,14 @@ class Framer {
 size_t keep_cap(Side side, char type);
 bool known_type(Side side, char type);
 
+// Per side (frontend 0, backend 1) and type byte: the bytes keep_cap keeps, or kUnknownType for a type
+// that side never sends. One load per message header on the framer's fast path.
+inline constexpr uint32_t kUnknownType = 0xffffffffu;
+struct TypeCaps {
+  uint32_t cap[2][256];
+};
+extern const TypeCaps kTypeCap;
+
 // --- body decoders: every one is bounded by the body it is given and never reads past it ---
 
 // Reads big-endian integers and NUL-terminated strings; `ok` turns false at the first read past the end.
@@ -81,15 +90,56 @@ struct Reader {
   std::string_view b;
   size_t at = 0;
   bool ok = true;
-  uint8_t u8();
-  int16_t i16();
-  int32_t i32();
-  std::string_view cstr();              // up to (not including) the NUL; the rest when there is none (ok=false)
-  std::string_view bytes(size_t n);
+  uint8_t u8() {
+    if (left() < 1) return ok = false, 0;
+    return uint8_t(b[at++]);
+  }
+  int16_t i16() {
+    if (left() < 2) return at = b.size(), ok = false, 0;
+    auto* u = reinterpret_cast<const unsigned char*>(b.data() + at);
+    at += 2;
+    return int16_t(uint16_t(u[0] << 8 | u[1]));
+  }
+  int32_t i32() {
+    if (left() < 4) return at = b.size(), ok = false, 0;
+    auto* u = reinterpret_cast<const unsigned char*>(b.data() + at);
+    at += 4;
+    return int32_t(uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 | uint32_t(u[2]) << 8 | uint32_t(u[3]));
+  }
+  // Up to (not including) the NUL; the rest when there is none (ok=false). Inline: names and portals
+  // are a few bytes, read several times per statement.
+  std::string_view cstr() {
+    if (at >= b.size()) return ok = false, std::string_view();
+    const char* p = b.data();
+    size_t e = at;
+    while (e < b.size() && p[e] != '\0') ++e;
+    std::string_view s(p + at, e - at);
+    if (e == b.size()) {
+      at = b.size();
+      ok = false;
+    } else {
+      at = e + 1;
+    }
+    return s;
+  }
+  std::string_view bytes(size_t n) {
+    if (left() < n) {
+      std::string_view s = b.substr(at);
+      at = b.size();
+      ok = false;
+      return s;
+    }
+    std::string_view s = b.substr(at, n);
+    at += n;
+    return s;
+  }
   size_t left() const { return at <= b.size() ? b.size() - at : 0; }
 };
 
-uint32_t be32(const char* p);
+inline uint32_t be32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 | uint32_t(u[2]) << 8 | uint32_t(u[3]);
+}
 
 // StartupMessage parameters (after the protocol number): user, database (libpq's default: the user).
 struct Startup {
@@ -159,6 +209,26 @@ bool Framer::feed(const char* p, size_t n, On&& on) {
       continue;
     }
     answer_byte_ = false;
+    // A whole typed message in what is left of this call (the common case: drivers write and servers
+    // answer in whole messages): its body is handed over in place, nothing copied.
+    if (!in_body_ && head_n_ == 0 && !untyped_ && n >= 5) {
+      char t = p[0];
+      uint32_t len = be32(p + 1);
+      uint32_t cap = kTypeCap.cap[side_ == Side::backend][uint8_t(t)];
+      if (cap == kUnknownType || len < 4 || len > kMaxLength) {
+        pos_ += 5;  // the header was read, as when it comes in pieces
+        return !(broken_ = true);
+      }
+      size_t body = len - 4;
+      if (n - 5 >= body) {
+        Message m{t, uint32_t(body), std::string_view(p + 5, body < cap ? body : cap)};
+        p += 5 + body, n -= 5 + body;
+        pos_ += 5 + body;
+        last_size_ = 5 + body;
+        if (!on(m)) return false;
+        continue;
+      }
+    }
     if (!in_body_) {
       size_t need = untyped_ ? 4 : 5;
       while (head_n_ < need && n > 0) head_[head_n_++] = *p++, --n, ++pos_;

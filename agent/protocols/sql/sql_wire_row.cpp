@@ -23,12 +23,18 @@ void counters_of(const FdSlot* slot, uint64_t* read, uint64_t* written) {
 void open_row(WireRow& r, Transaction* tx, const StatementText& t, std::string_view params, const FdSlot* slot) {
   r = WireRow{};
   if (!tx) return;
-  r.step = rec::open_unnested(tx, StepKind::SQL);
+  r.step = rec::open_unnested(tx, StepKind::SQL, t.text, t.fingerprint, params.empty() ? std::string_view() : "params",
+                              params);
+  if (!r.step) return;
+  r.fingerprint = t.fingerprint;
+  counters_of(slot, &r.read0, &r.written0);
+}
+
+void retext_row(WireRow& r, const StatementText& t) {
   if (!r.step) return;
   rec::set_text(r.step, t.text);
   rec::set_fingerprint(r.step, t.fingerprint);
-  if (!params.empty()) rec::add_attr(r.step, "params", params);
-  counters_of(slot, &r.read0, &r.written0);
+  r.fingerprint = t.fingerprint;
 }
 
 void add_rows(WireRow& r, int64_t n) { r.rows = (r.rows < 0 ? 0 : r.rows) + n; }
@@ -48,21 +54,21 @@ void fail_row(WireRow& r, std::string_view severity, std::string_view sqlstate, 
 
 void close_row(WireRow& r, const FdSlot* slot, std::string_view error) {
   if (!r.step) return;
-  if (rec::usable(r.step)) {
-    if (!error.empty() && !r.failed) {
-      rec::set_error(r.step, error);
-      rec::mark_failed(r.step.tx, error);
-    }
-    rec::set_rows(r.step, r.rows);
-    rec::set_changes(r.step, r.changes);
-    uint64_t rd, wr;
-    counters_of(slot, &rd, &wr);
-    if (rd >= r.read0 && wr >= r.written0) rec::add_bytes(r.step, rd - r.read0, wr - r.written0);
-    // The elapsed the recorder gave the row (or its summary line when it was folded at close): the SQL
-    // total is their exact sum.
-    uint64_t el = rec::close(r.step);
-    rec::add_totals(r.step.tx, {.sql_ns = el, .sql_count = 1});
+  if (!error.empty() && !r.failed && rec::usable(r.step)) {
+    rec::set_error(r.step, error);
+    rec::mark_failed(r.step.tx, error);
   }
+  uint64_t rd, wr;
+  counters_of(slot, &rd, &wr);
+  bool counted = rd >= r.read0 && wr >= r.written0;
+  // The elapsed the recorder gave the row (or its summary line when it was folded at close) goes into
+  // the SQL total in the same entry: the total is their exact sum.
+  rec::close_sql(r.step, {.text = nullptr,  // set when the row opened
+                          .fingerprint = r.fingerprint,
+                          .rows = r.rows,
+                          .changes = r.changes,
+                          .bytes_read = counted ? rd - r.read0 : 0,
+                          .bytes_written = counted ? wr - r.written0 : 0});
   r = WireRow{};
 }
 

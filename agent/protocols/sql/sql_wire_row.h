@@ -31,6 +31,7 @@ StatementText statement_text(std::string_view sql);
 
 struct WireRow {
   StepRef step;
+  uint64_t fingerprint = 0;          // the row's (set again when it closes, with rows and bytes)
   uint64_t read0 = 0, written0 = 0;  // the socket's counters when the row opened
   int64_t rows = -1;                 // rows returned (DataRow / result-set rows); -1: none seen
   int64_t changes = -1;              // rows an INSERT/UPDATE/DELETE/COPY… changed; -1: not such a statement
@@ -40,6 +41,7 @@ struct WireRow {
 
 // Opens r in tx (nothing when tx is null): text, fingerprint, attribute "params" when `params` is not
 // empty (already formatted and masked: sql_binds.h), the socket's byte counters as they are now.
+// The text is the row's from its start, so that a transaction which ends before the reply shows it.
 void open_row(WireRow& r, Transaction* tx, const StatementText& t, std::string_view params, const FdSlot* slot);
 
 // rows / changes add up over the statement's results.
@@ -50,8 +52,11 @@ void add_changes(WireRow& r, int64_t n);
 // transaction marked failed (the first error of a row only).
 void fail_row(WireRow& r, std::string_view severity, std::string_view sqlstate, std::string_view message);
 
+// Sets the row's text and fingerprint from now on (a Parse found to be a prepare: "PREPARE name AS …").
+void retext_row(WireRow& r, const StatementText& t);
+
 // Closes r: rows, changes, the bytes read and written on the socket since it opened, the elapsed time
-// into the transaction's SQL totals. `error` (when not empty and no server error was set) says why the
+// into the transaction's SQL totals (one recorder entry: rec::close_sql). `error` (when not empty and no server error was set) says why the
 // row ended early ("connection closed"). r is empty afterwards.
 void close_row(WireRow& r, const FdSlot* slot, std::string_view error = {});
 
