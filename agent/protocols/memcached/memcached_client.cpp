@@ -90,6 +90,9 @@ class LineReader {
  public:
   static constexpr size_t kHead = 512;
   enum class Ev : uint8_t { none, start, line, data, bad };
+  // count_tokens: tokens() counts a whole line's words, past its kept head too (a `get` of many keys);
+  // the replies' side has no use for it.
+  explicit LineReader(bool count_tokens) : count_tokens_(count_tokens) {}
   // start: the first byte of a line was read; line: a whole line (head() is its start, without "\r\n");
   // data: the block expect_data() announced was skipped with its "\r\n".
   size_t feed(const char* p, size_t n, Ev* ev) {
@@ -108,10 +111,12 @@ class LineReader {
         size_t k = take < kHead - len_ ? take : kHead - len_;
         memcpy(head_ + len_, p + i, k);
         len_ += k;
-        for (size_t j = 0; j < take; ++j) {
-          bool sp = p[i + j] == ' ' || p[i + j] == '\r' || p[i + j] == '\n';
-          if (!sp && !in_token_) ++tokens_;
-          in_token_ = !sp;
+        if (count_tokens_) {
+          for (size_t j = 0; j < take; ++j) {
+            bool sp = p[i + j] == ' ' || p[i + j] == '\r' || p[i + j] == '\n';
+            if (!sp && !in_token_) ++tokens_;
+            in_token_ = !sp;
+          }
         }
         full_ += take;
         i += take;
@@ -158,7 +163,7 @@ class LineReader {
   }
   bool cut() const { return full_ > len_; }
   uint64_t tokens() const { return tokens_; }
-  void reset() { *this = LineReader{}; }
+  void reset() { *this = LineReader{count_tokens_}; }
 
  private:
   enum class St : uint8_t { fresh, line, data, crlf };
@@ -167,11 +172,16 @@ class LineReader {
   size_t len_ = 0;
   uint64_t full_ = 0, tokens_ = 0, data_left_ = 0;
   bool in_token_ = false;
+  bool count_tokens_;
   uint8_t crlf_ = 0;
 };
 
 struct Pending {
   StepRef step;
+  // Set while the row is not opened yet: a command line that ends in the write that started it opens its
+  // row then, text, fingerprint and name in one recorder entry (the write's own call, so the time is the
+  // write's); the client opens it at the end of that call otherwise. Never kept past the call.
+  Transaction* unopened = nullptr;
   Cls cls = Cls::simple;
   bool quiet = false;     // a meta command with the q flag: no reply when it succeeds (mg: when it misses)
   uint64_t keys = 0;      // retrieval: keys asked for
@@ -185,6 +195,11 @@ class MemcachedClient final : public WireClient {
   MemcachedClient(const WireEnv& env, StatementTx stx) : env_(env), statement_tx_(stx) {}
 
   void on_sent(const char* p, size_t n) override {
+    feed_sent(p, n);
+    open_unopened();
+  }
+
+  void feed_sent(const char* p, size_t n) {
     bool resolved = false;
     Transaction* tx = nullptr;
     while (n && !stopped_) {
@@ -201,7 +216,8 @@ class MemcachedClient final : public WireClient {
             tx = statement_tx_(env_.owner ? *env_.owner : no_owner_);
             resolved = true;
           }
-          cur_ = Pending{cacherow::open(tx, StepKind::MEMCACHED)};
+          cur_ = Pending{};
+          cur_.unopened = tx;
           break;
         case LineReader::Ev::line:
           command_line();
@@ -243,8 +259,16 @@ class MemcachedClient final : public WireClient {
   bool stopped() const override { return stopped_; }
 
  private:
+  // The row of a command line still being written opens now, with no text yet.
+  void open_unopened() {
+    if (!cur_.unopened) return;
+    cur_.step = cacherow::open(cur_.unopened, StepKind::MEMCACHED);
+    cur_.unopened = nullptr;
+  }
+
   void stop(const char* why) {
     if (stopped_) return;
+    open_unopened();
     stopped_ = true;
     counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
     std::string e = "wire protocol not followed (";
@@ -302,8 +326,9 @@ class MemcachedClient final : public WireClient {
       default: break;
     }
     if (c->key && t.n <= c->key) return stop("a command without its key");
-    if (cur_.step && rec::usable(cur_.step)) {
-      std::string text(c->name);
+    if (cur_.unopened || (cur_.step && rec::usable(cur_.step))) {
+      std::string& text = text_;  // its capacity stays: no allocation per command
+      text.assign(c->name);
       std::string_view key = c->key ? t[c->key] : std::string_view();
       if (!key.empty()) {
         text.push_back(' ');
@@ -321,9 +346,15 @@ class MemcachedClient final : public WireClient {
       } else {
         fp = cachekey::fingerprint(text);
       }
-      rec::set_text(cur_.step, text);
-      rec::set_fingerprint(cur_.step, fp);
-      rec::add_attr(cur_.step, "command", c->name);
+      if (cur_.unopened) {
+        cur_.step = rec::open_unnested(cur_.unopened, StepKind::MEMCACHED, shared_text(fp, text), fp, "command",
+                                       c->name);
+        cur_.unopened = nullptr;
+      } else {
+        rec::set_text(cur_.step, shared_text(fp, text));
+        rec::set_fingerprint(cur_.step, fp);
+        rec::add_attr(cur_.step, "command", c->name);
+      }
       if (cur_.keys > 1) add_num(cur_.step, "keys", cur_.keys);
       if (noreply) rec::add_attr(cur_.step, "noreply", "1");
       if (cur_.quiet) rec::add_attr(cur_.step, "quiet", "1");
@@ -454,10 +485,21 @@ class MemcachedClient final : public WireClient {
     finish(e.cls == Cls::mg ? "hit" : "VA", {});
   }
 
+  // A row's text, shared with the rows of the same text before it (a copy bumps a count: no allocation,
+  // no byte copy): a connection writes the same few patterns over and over. One entry per slot.
+  const SharedText& shared_text(uint64_t fp, std::string_view text) {
+    SharedText& t = texts_[fp % kTexts];
+    if (t.view() != text) t = text;
+    return t;
+  }
+
+  static constexpr size_t kTexts = 16;
+  SharedText texts_[kTexts];
+  std::string text_;
   WireEnv env_;
   StatementTx statement_tx_;
   ReqRef no_owner_;
-  LineReader out_, in_;
+  LineReader out_{true}, in_{false};
   Pending cur_;           // the command being written
   bool no_reply_ = false;  // the storage command being written said noreply
   cacherow::Fifo<Pending> q_;

@@ -21,8 +21,10 @@ bool uuid_at(std::string_view k, size_t i) {
   return k.size() - i == 36 || !is_alnum(static_cast<unsigned char>(k[i + 36]));
 }
 
+bool plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '\\'; }  // kept as it is
+
 void put(std::string& out, unsigned char c) {
-  if (c >= 0x20 && c < 0x7f && c != '\\') {
+  if (plain(c)) {
     out.push_back(char(c));
     return;
   }
@@ -41,6 +43,15 @@ void append(std::string& out, std::string_view key, bool mask) {
   while (i < key.size()) {
     unsigned char c = key[i];
     if (!mask || !is_alnum(c)) {
+      // a run that needs no escaping goes in one append (a command name, a raw key, "item:")
+      size_t j = i;
+      while (j < key.size() && plain(static_cast<unsigned char>(key[j])) && (!mask || !is_alnum(static_cast<unsigned char>(key[j]))))
+        ++j;
+      if (j > i) {
+        out.append(key.data() + i, j - i);
+        i = j;
+        continue;
+      }
       put(out, c);
       ++i;
       continue;
@@ -51,13 +62,21 @@ void append(std::string& out, std::string_view key, bool mask) {
       continue;
     }
     size_t j = i;
-    bool hex = true, digit = false;
+    bool hex = true, digit = false, upper = false, lower = false;
     while (j < key.size() && is_alnum(static_cast<unsigned char>(key[j]))) {
-      hex = hex && is_hex(static_cast<unsigned char>(key[j]));
-      digit = digit || is_digit(static_cast<unsigned char>(key[j]));
+      unsigned char d = static_cast<unsigned char>(key[j]);
+      hex = hex && is_hex(d);
+      digit = digit || is_digit(d);
+      upper = upper || (d >= 'A' && d <= 'Z');
+      lower = lower || (d >= 'a' && d <= 'z');
       ++j;
     }
-    if (hex && digit && j - i >= 8) {
+    // Whole words that are ids, not names: hashes and ObjectIds (hex), random tokens (base62/base36 such
+    // as libmemcached's memcslap keys or session ids). Kept, each such key would be a pattern of its own.
+    size_t len = j - i;
+    bool token = (hex && digit && len >= 8) || (digit && upper && lower && len >= 16) || (digit && len >= 20) ||
+                 (upper && lower && len >= 32);
+    if (token) {
       out.push_back('?');
     } else {
       // a word: its digit runs masked, its letters kept
@@ -66,7 +85,10 @@ void append(std::string& out, std::string_view key, bool mask) {
           out.push_back('?');
           while (m < j && is_digit(static_cast<unsigned char>(key[m]))) ++m;
         } else {
-          out.push_back(key[m++]);
+          size_t e = m;
+          while (e < j && !is_digit(static_cast<unsigned char>(key[e]))) ++e;
+          out.append(key.data() + m, e - m);
+          m = e;
         }
       }
     }

@@ -4,7 +4,9 @@
 // `GET item:43` as `GET item:?` (docs/protocols.md).
 //
 // Masked: every run of decimal digits ("item:42" -> "item:?", "v2" -> "v?"), a UUID (8-4-4-4-12 hex) as a
-// whole, and a run of 8 or more hex digits that holds a digit (hashes, ObjectIds). Bytes outside
+// whole, and as a whole a word (a run of letters and digits) that is an id: 8 or more hex digits with a
+// digit (hashes, ObjectIds), 16 or more with a digit and both cases (base62 tokens: session ids,
+// memcslap's keys), 20 or more with a digit, or 32 or more with both cases. Bytes outside
 // printable ASCII are written \xNN. A key is cut at kMaxKey bytes ("…" marks the cut).
 //
 // TXRAY_CACHE_KEYS=raw keeps keys as the program wrote them (still escaped and cut), =mask is the

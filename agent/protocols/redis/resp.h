@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace txray::redis {
 
@@ -19,7 +20,7 @@ struct Head {
   void add(const char* p, size_t n) {
     full += n;
     size_t k = n < N - len ? n : N - len;
-    for (size_t i = 0; i < k; ++i) b[len + i] = p[i];
+    memcpy(b + len, p, k);
     len += k;
   }
   bool cut() const { return full > len; }

@@ -456,6 +456,12 @@ TEST(CacheKey, Patterns) {
   EXPECT_EQ(m("order:6f1c2b8e-1d2a-4c3b-9e8f-0a1b2c3d4e5f:lines"), "order:?:lines");
   EXPECT_EQ(m("cache:v2:page"), "cache:v?:page");
   EXPECT_EQ(m("deadbeef"), "deadbeef");  // hex letters only: a word
+  // random tokens are ids, whole; names with a number in them are not
+  EXPECT_EQ(m("sess:Cs87idLqb8ZIyE49eOHJDiDLKj"), "sess:?");
+  EXPECT_EQ(m("k3j4h5k6j7h8g9f0d1s2"), "?");
+  EXPECT_EQ(m("user42profile"), "user?profile");
+  EXPECT_EQ(m("Page2Title"), "Page?Title");
+  EXPECT_EQ(m("ThisIsACamelCaseKeyName"), "ThisIsACamelCaseKeyName");
   EXPECT_EQ(m("a\x01" "b\\"), "a\\x01b\\x5c");
   EXPECT_EQ(m(std::string(300, 'k')).size(), 256u + std::string("…").size());
   std::string raw;
