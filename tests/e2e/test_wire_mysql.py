@@ -164,9 +164,10 @@ class WireMysql(TxrayTestCase):
     @unittest.skipUnless(shutil.which("node") and os.path.isdir(os.path.join(NODE_MODULES, "mysql2")), "needs mysql2")
     def test_node_mysql2_promise(self):
         """The promise API (pool.query, pool.execute, getConnection + release with fewer connections than
-        clients) and one connection shared by every request, whose commands all wait in its queue."""
+        clients), one connection shared by every request, whose commands all wait in its queue, and a query
+        issued from another query's callback."""
         sql = "SELECT name FROM people WHERE id = ?"
-        texts = {k: sql for k in ("pq", "px", "pc", "one")}
+        texts = {k: sql for k in ("pq", "px", "pc", "one", "chain")}
         cmd = [shutil.which("node"), os.path.join(HERE, "node_promise_front.js"), "{port}", "{db}", NODE_MODULES]
         reqs, txs = self.run_front("node-wire-promise", cmd, list(texts), {"TXRAY_SQL": "raw"})
         self.check_rows("mysql2 promise raw", reqs, txs, True, texts)

@@ -400,7 +400,9 @@ function install() {
 
   // mysql2's connection (the base class every Connection and PoolConnection shares): addCommand is
   // called by the code that issued the command (query, execute, prepare, ping, the handshake), write
-  // for every packet, with the command being executed in _command.
+  // for every packet, with the command being executed in _command. The command's callback (onResult)
+  // runs in its caller's context too: mysql2 calls it from the socket's 'data' callback, whose context
+  // is that of the request that made the connection, and a query issued from it is the caller's.
   function patchMysql2Connection(C) {
     const p = ownerOf(C.prototype, 'addCommand');
     if (p === null || patched.has(p) || typeof p.write !== 'function' || typeof p.handlePacket !== 'function') return;
@@ -410,6 +412,7 @@ function install() {
         if (state.active && cmd !== null && typeof cmd === 'object') {
           const ctx = callContext();
           commandContext.set(cmd, ctx === null ? NOBODY : ctx);
+          if (ctx !== null && typeof cmd.onResult === 'function') cmd.onResult = bound(ctx, cmd.onResult);
         }
       } catch { off(); }
       return orig.apply(this, arguments);

@@ -2,13 +2,16 @@
 // GET /pq/<id> await pool.query, GET /px/<id> await pool.execute (a prepared statement), GET /pc/<id>
 // await pool.getConnection() then conn.execute and release (a pool of 3 connections for 8 clients: most
 // callers wait for one another's release), GET /one/<id> conn.query on one connection made with the
-// callback API (every command queued behind the others and written from the previous reply's callback).
+// callback API (every command queued behind the others and written from the previous reply's callback),
+// GET /chain/<id> a query issued from the callback of another (SELECT CONNECTION_ID() first) on a
+// callback-API pool.
 const http = require('http');
 const mysql = require(process.argv[4] + '/mysql2/promise');
 const callbacks = require(process.argv[4] + '/mysql2');
 const opts = {host: '127.0.0.1', port: +process.argv[3], user: 'root', database: 'txray'};
 const pool = mysql.createPool({...opts, connectionLimit: 3});
 const one = callbacks.createConnection(opts);
+const cbpool = callbacks.createPool({...opts, connectionLimit: 2});
 const SQL = 'SELECT name FROM people WHERE id = ?';
 http.createServer(async (req, res) => {
   const [, kind, rid] = req.url.split('/');
@@ -24,8 +27,13 @@ http.createServer(async (req, res) => {
       } finally {
         conn.release();
       }
-    } else {
+    } else if (kind === 'one') {
       rows = await new Promise((resolve, reject) => one.query(SQL, [+rid], (e, r) => (e ? reject(e) : resolve(r))));
+    } else {
+      rows = await new Promise((resolve, reject) => cbpool.query('SELECT CONNECTION_ID() AS c', (e) => {
+        if (e) reject(e);
+        else cbpool.query(SQL, [+rid], (e2, r) => (e2 ? reject(e2) : resolve(r)));
+      }));
     }
     body = `${rid} ${rows[0].name}`;
   } catch (e) {
