@@ -118,7 +118,7 @@ class UwsgiClient final : public WireClient {
   // where the program's writes began (the insertion is only made at a write's start).
   void header_known() {
     header_seen_ = true;
-    if (injected_ || !propagate() || !rec::usable(row_)) return;
+    if (injected_ || vars_.modifier1() != 0 || !propagate() || !rec::usable(row_)) return;
     OutboundContext ctx;
     if (!outbound_context(row_.tx, &ctx)) return;
     if (size_t(vars_.datasize()) + kTraceparentVar <= kMaxDatasize) return;
@@ -207,8 +207,10 @@ void UwsgiClient::on_sent(const char* p, size_t n) {
         size_t used = vars_.feed(p, n, sink);
         p += used;
         n -= used;
-        if (vars_.dead()) return stop();
+        // Before the dead check: a packet whose vars break later is marked alike whether its header
+        // came in the same write or an earlier one.
         if (!header_seen_ && vars_.header_done()) header_known();
+        if (vars_.dead()) return stop();
         if (vars_.done()) vars_done();
         break;
       }
@@ -256,14 +258,18 @@ int UwsgiClient::plan_write(const iovec* iov, int cnt, iovec* out) {
   planned_span_ = 0;
   if (!stopping_ && phase_ == Phase::idle && !noted_span_ && propagate()) {
     char hdr[kHeaderLen];
-    size_t k = 0;
-    for (int i = 0; i < cnt && k < kHeaderLen; ++i) {
+    size_t k = 0, total = 0;
+    for (int i = 0; i < cnt; ++i) {
       size_t take = iov[i].iov_len < kHeaderLen - k ? iov[i].iov_len : kHeaderLen - k;
-      std::memcpy(hdr + k, iov[i].iov_base, take);
+      if (take) std::memcpy(hdr + k, iov[i].iov_base, take);
       k += take;
+      total += iov[i].iov_len;
     }
+    // Only with bytes of the packet after its header in the same write (splice.h): the vars the kernel
+    // may leave pending then go out before any of them, and the program, with those bytes still to
+    // write, writes again. A header written alone goes as it is.
     ReqRef owner = env_.owner ? *env_.owner : ReqRef{};  // a copy: the packet's header consumes the real one
-    Transaction* tx = k == kHeaderLen && hdr[0] == 0 ? wire::statement_tx(owner) : nullptr;
+    Transaction* tx = total > kHeaderLen && hdr[0] == 0 ? wire::statement_tx(owner) : nullptr;
     OutboundContext ctx;
     if (tx && outbound_context(tx, &ctx)) {
       uint64_t span = rec::new_id();

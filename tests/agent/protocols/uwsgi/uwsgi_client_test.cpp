@@ -459,3 +459,19 @@ TEST_F(UwsgiClientTest, BodyOfAHeadAnswerIsNotASecondAnswer) {
   EXPECT_TRUE(call_row(f)->error.empty());
   EXPECT_EQ(row_attr(*call_row(f), "method"), "HEAD");
 }
+
+// A header written alone: nothing of the packet follows it in the write, so nothing is inserted (the
+// vars the kernel might leave pending could otherwise outlive a program that writes no more).
+TEST_F(UwsgiClientTest, HeaderWrittenAloneGoesAsItIs) {
+  iovec iov{const_cast<char*>(kProgram.data()), 4};
+  iovec out[1 + WireClient::kWriteExtra];
+  EXPECT_EQ(client->plan_write(&iov, 1, out), 0);
+  client->on_sent(kProgram.data(), 4);
+  std::string rest = kProgram.substr(4);
+  EXPECT_EQ(write_all(*client, rest, 1 << 20), rest);
+  receive(answer(200, ""));
+  const Transaction& f = end_front();
+  ASSERT_NE(call_row(f), nullptr);
+  EXPECT_EQ(call_row(f)->status, 200);
+  EXPECT_EQ(row_attr(*call_row(f), "propagation"), "<none>");
+}
