@@ -251,14 +251,25 @@ class FcgiClient final : public WireClient {
     size_t n = 0;
     uint16_t begun[Splicer::kMaxEdits];
     size_t nbegun = 0;
-    PlanSink(FcgiClient& c, const RecordReader& r, uint64_t b) : cl(c), sim(r), base(b) {}
+    size_t free_calls = 0;  // call slots a BEGIN_REQUEST of this write can still take
+    PlanSink(FcgiClient& c, const RecordReader& r, uint64_t b) : cl(c), sim(r), base(b) {
+      for (const Call& q : cl.calls_) free_calls += q.id == 0;
+    }
     bool begun_here(uint16_t id) const {
       for (size_t i = 0; i < nbegun; ++i)
         if (begun[i] == id) return true;
       return false;
     }
     void on_header(const Header& h) override {
-      if (h.type == kBeginRequest && h.id && nbegun < Splicer::kMaxEdits) begun[nbegun++] = h.id;
+      // A request that will find no call slot gets no row, so no context either: the application would
+      // name a parent span that no row of the caller has.
+      if (h.type == kBeginRequest && h.id && nbegun < Splicer::kMaxEdits && !begun_here(h.id)) {
+        bool has = cl.find(h.id) != nullptr;  // an id reused takes its own slot again
+        if (has || free_calls) {
+          free_calls -= has ? 0 : 1;
+          begun[nbegun++] = h.id;
+        }
+      }
       if (h.type != kParams || n >= Splicer::kMaxEdits) return;
       for (size_t i = 0; i < n; ++i)
         if (spots[i].id == h.id) return;  // not its first PARAMS record

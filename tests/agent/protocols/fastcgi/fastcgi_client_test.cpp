@@ -223,6 +223,24 @@ TEST_F(FcgiClientTest, GivingUpWithPartOfTheRecordPendingSendsItFirst) {
   EXPECT_EQ(client->plan_write(&iov, 1, out), 0);
 }
 
+// Found by fuzzing (agent_fuzz_fastcgi_client): a request begun while the client already followed its
+// 16 calls on the connection (multiplexed ids) got no call row, but its params still carried a context
+// whose parent span no row of the caller has.
+TEST_F(FcgiClientTest, ARequestPastTheCallsFollowedCarriesNoContext) {
+  uint64_t internal = counters().internal_errors.load();
+  for (uint16_t id = 1; id <= 17; ++id) {
+    std::string req = begin(id, true) + params(id, nginx_params("GET", "/p/" + std::to_string(id))) + stdin_(id, "");
+    std::string wire = write_all(*client, req, 1 << 20);
+    if (id <= 16) EXPECT_GT(wire.size(), req.size()) << id;
+    else EXPECT_EQ(wire, req);
+  }
+  EXPECT_EQ(counters().internal_errors.load() - internal, 1u);
+  const Transaction& t = end_front();
+  size_t rows = 0;
+  while (call_row(t, rows)) ++rows;
+  EXPECT_EQ(rows, 16u);
+}
+
 TEST_F(FcgiClientTest, CallRowLinksToTheApplicationsTransaction) {
   std::string wire = write_all(*client, kProgram, 1 << 20);
   ASSERT_GT(wire.size(), kProgram.size());
