@@ -52,6 +52,13 @@ def write(target, name, data):
         f.write(data)
 
 
+# Pipelines deeper than a transaction's 1,000 rows (TXRAY_MAX_STEPS): the rest folded into summary lines.
+DEEP = {
+    "redis": [(True, b"*1\r\n$1\r\nX\r\n" * 1010), (False, b":1\r\n" * 1010)],
+    "memcached": [(True, b"mn\r\n" * 1100), (False, b"MN\r\n" * 1100)],
+}
+
+
 def cache_seeds(proto, extra_replies):
     caps = os.path.join(PROTOCOLS, proto, "captures")
     for fname in sorted(os.listdir(caps)):
@@ -64,6 +71,8 @@ def cache_seeds(proto, extra_replies):
             write(proto + "_server", "%s_%d" % (stem, i), b"".join(b for w, b in conv if not w))
     for name, data in extra_replies.items():
         write(proto + "_server", name, data)
+    write(proto + "_conn", "deep_pipeline", records(DEEP[proto]))
+    write(proto + "_client", "deep_pipeline", b"".join(b for w, b in DEEP[proto] if w))
 
 
 def bulk(s):
@@ -163,6 +172,9 @@ def fcgi_built():
                         (False, fcgi_answer(2) + fcgi_answer(1, protocol_status=2))],
         "abort": [(True, fcgi_request(3, b"GET", b"/slow.php")), (True, fcgi_record(2, 3, b"", 0)),
                   (False, fcgi_answer(3, status=500))],
+        # more requests at once on one connection than the trackers follow (16), then their answers
+        "multiplexed_19": [(True, fcgi_request(i, b"GET", b"/p%d.php" % i, keep=True)) for i in range(1, 20)]
+        + [(False, b"".join(fcgi_answer(i) for i in range(19, 0, -1)))],
         "get_values": [(True, fcgi_record(9, 0, fcgi_pairs([(b"FCGI_MAX_CONNS", b""), (b"FCGI_MPXS_CONNS", b"")]))),
                        (False, fcgi_record(10, 0, fcgi_pairs([(b"FCGI_MAX_CONNS", b"10"), (b"FCGI_MPXS_CONNS", b"0")])))],
     }
