@@ -152,8 +152,11 @@ StepRef open_unnested(Transaction* tx, StepKind kind, const SharedText& text, ui
   Step& st = tx->steps[size_t(i)];
   share_text(st, text);
   st.fingerprint = fingerprint;
-  if (!attr_key.empty())
-    st.attrs.push_back(Attr{std::string(attr_key.substr(0, 128)), std::string(attr_value.substr(0, 1024))});
+  if (!attr_key.empty()) {
+    Attr& a = st.attrs.emplace_back();  // in place: no temporary strings to move and destroy
+    a.key.assign(attr_key.substr(0, 128));
+    a.value.assign(attr_value.substr(0, 1024));
+  }
   return make_ref(tx, i);
 }
 

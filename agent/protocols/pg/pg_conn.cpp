@@ -578,7 +578,9 @@ bool PgConn::complete(const Message& m, bool suspended) {
   if (Row* r = row_of(f->row, f->gen)) {
     sql::add_rows(r->w, r->data_rows);
     r->data_rows = 0;
-    if (m.type == 'C') {
+    // Only a tag that can change rows is read (most are SELECT's: its rows are the DataRows counted).
+    char c0 = m.body.empty() ? 0 : m.body[0];
+    if (m.type == 'C' && (c0 == 'I' || c0 == 'U' || c0 == 'D' || c0 == 'M' || c0 == 'C')) {
       Tag t = parse_tag(m.body);
       if (t.write && t.count >= 0) sql::add_changes(r->w, t.count);
     }
