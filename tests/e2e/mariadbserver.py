@@ -8,6 +8,8 @@ folder and on a free TCP port of 127.0.0.1 (so the agent's socket counters see i
 made small and unsynced; stop() kills it (the pid this object started) and removes the folder.
 MariaDB refuses to run as root unless told to: as root it runs with --user=root. The server never runs
 under the agent: the tests preload the agent into the clients only.
+MariaDbServer(ssl=True) serves TLS with a self-signed certificate (self.cert) and requires it on TCP
+(require_secure_transport: a client that does not ask for TLS is refused); its own client uses --ssl.
 
     with MariaDbServer() as db:
         subprocess.run(["mariadb", *db.client_args(), "-e", "select 1"])
@@ -18,6 +20,7 @@ import subprocess
 import tempfile
 import time
 
+from tlscert import self_signed
 from txraytest import free_port, wait_for
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -33,7 +36,9 @@ def available():
 
 
 class MariaDbServer:
-    def __init__(self):
+    def __init__(self, ssl=False):
+        self.ssl = ssl
+        self.cert = None
         self.dir = None
         self.port = None
         self.proc = None
@@ -52,6 +57,10 @@ class MariaDbServer:
                 "--max-allowed-packet=8M", "--log-warnings=0"]
         if os.geteuid() == 0:
             opts.append("--user=root")
+        if self.ssl:
+            cert, key = self_signed(self.dir)
+            self.cert = cert
+            opts += [f"--ssl-cert={cert}", f"--ssl-key={key}", "--require-secure-transport=ON"]
         return opts
 
     def _log(self):
@@ -135,4 +144,5 @@ class MariaDbServer:
     # --- for clients ---
     def client_args(self):
         """mariadb client options reaching this server over TCP."""
-        return ["--no-defaults", "-h", "127.0.0.1", "-P", str(self.port), "-u", self.user, self.database]
+        tls = ["--ssl"] if self.ssl else []
+        return ["--no-defaults", "-h", "127.0.0.1", "-P", str(self.port), "-u", self.user, *tls, self.database]

@@ -4,6 +4,8 @@ initdb into a fresh temporary folder, pg_ctl start on a free TCP port of 127.0.0
 that folder), stop with `pg_ctl stop -m immediate` and remove the folder. PostgreSQL refuses to run as
 root, so as root the server programs run as the `postgres` user (runuser), the folder being given to it.
 The server itself never runs under the agent: the tests preload the agent into the clients only.
+PgServer(ssl=True) serves TLS only on TCP (ssl=on with a self-signed certificate, pg_hba `hostssl`: a
+client that does not ask for TLS is refused); the Unix socket stays plain.
 
     with PgServer() as pg:
         subprocess.run([PSQL, *pg.conn_args(), "-c", "select 1"], env=...)
@@ -14,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
+from tlscert import self_signed
 from txraytest import free_port, wait_for
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -27,7 +30,8 @@ def available():
 
 
 class PgServer:
-    def __init__(self):
+    def __init__(self, ssl=False):
+        self.ssl = ssl
         self.dir = None
         self.port = None
         self.user = "postgres"
@@ -68,10 +72,17 @@ class PgServer:
         os.chmod(self.dir, 0o700)
         data = os.path.join(self.dir, "data")
         self._run([f"{PG_BIN}/initdb", "-D", data, "-A", "trust", "-U", self.user, "--no-sync", "-E", "UTF8"])
+        tls = ""
+        if self.ssl:
+            pw = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
+            cert, key = self_signed(self.dir, (pw.pw_uid, pw.pw_gid) if pw else None)
+            tls = f" -c ssl=on -c ssl_cert_file={cert} -c ssl_key_file={key}"
+            with open(os.path.join(data, "pg_hba.conf"), "w") as f:
+                f.write("local all all trust\nhostssl all all 127.0.0.1/32 trust\n")
         for attempt in range(5):
             self.port = free_port()
             opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                    f"-c synchronous_commit=off -c full_page_writes=off -c max_connections=20")
+                    f"-c synchronous_commit=off -c full_page_writes=off -c max_connections=20{tls}")
             r = subprocess.run(self._as_server_user([f"{PG_BIN}/pg_ctl", "-D", data, "-o", opts,
                                                      "-l", os.path.join(self.dir, "log"), "-w", "-t", "60", "start"]),
                                capture_output=True, text=True, env=self._server_env())
