@@ -63,6 +63,24 @@ size_t context_vars(const char hdr[kHeaderLen], const OutboundContext& c, uint64
 
 bool cgi_key_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'; }
 
+// Whether the write begins with a whole packet header and vars block that parse, every key (up to
+// VarsReader::kMaxKey long) of CGI-variable characters. Only such a write gets the context: the bytes the
+// client rewrites are then surely a uwsgi packet's header, however the connection was recognised.
+bool whole_vars(const iovec* iov, int cnt) {
+  struct Keys final : VarsReader::Sink {
+    bool bad = false;
+    bool wanted(std::string_view key) override {
+      for (char c : key) bad |= !cgi_key_char(c);
+      return false;
+    }
+    void on_var(std::string_view, std::string_view, bool) override {}
+  } keys;
+  VarsReader sim;
+  for (int i = 0; i < cnt && !sim.done() && !sim.dead() && !keys.bad; ++i)
+    if (iov[i].iov_len) sim.feed(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len, keys);
+  return sim.done() && !keys.bad;
+}
+
 class UwsgiClient final : public WireClient {
  public:
   explicit UwsgiClient(const WireEnv& env) : env_(env) {}
@@ -267,9 +285,11 @@ int UwsgiClient::plan_write(const iovec* iov, int cnt, iovec* out) {
     }
     // Only with bytes of the packet after its header in the same write (splice.h): the vars the kernel
     // may leave pending then go out before any of them, and the program, with those bytes still to
-    // write, writes again. A header written alone goes as it is.
+    // write, writes again. A header written alone goes as it is; so does one whose vars the write does
+    // not hold whole (nginx writes header and vars from one buffer).
     ReqRef owner = env_.owner ? *env_.owner : ReqRef{};  // a copy: the packet's header consumes the real one
-    Transaction* tx = total > kHeaderLen && hdr[0] == 0 ? wire::statement_tx(owner) : nullptr;
+    Transaction* tx =
+        total > kHeaderLen && hdr[0] == 0 && whole_vars(iov, cnt) ? wire::statement_tx(owner) : nullptr;
     OutboundContext ctx;
     if (tx && outbound_context(tx, &ctx)) {
       uint64_t span = rec::new_id();

@@ -475,3 +475,24 @@ TEST_F(UwsgiClientTest, HeaderWrittenAloneGoesAsItIs) {
   EXPECT_EQ(call_row(f)->status, 200);
   EXPECT_EQ(row_attr(*call_row(f), "propagation"), "<none>");
 }
+
+// Vars the write does not hold whole, or keys that are no CGI variables: the bytes are not surely a
+// uwsgi packet's header, so they go unchanged (a row all the same when the packet parses).
+TEST_F(UwsgiClientTest, OnlyAWriteWithWholeCgiVarsGetsTheContext) {
+  iovec out[1 + WireClient::kWriteExtra];
+  std::string part = kProgram.substr(0, kProgram.size() - 3);
+  iovec iov{part.data(), part.size()};
+  EXPECT_EQ(client->plan_write(&iov, 1, out), 0);
+  client->on_sent(part.data(), part.size());
+  client->on_sent(kProgram.data() + part.size(), 3);
+  receive(answer(200, ""));
+  std::string odd = packet({{"REQUEST_METHOD", "GET"}, {"REQUEST_URI", "/odd"}, {"lower key", "v"}});
+  iovec iov2{odd.data(), odd.size()};
+  EXPECT_EQ(client->plan_write(&iov2, 1, out), 0);
+  client->on_sent(odd.data(), odd.size());
+  receive(answer(200, ""));
+  const Transaction& f = end_front();
+  ASSERT_NE(call_row(f, 1), nullptr);
+  EXPECT_EQ(std::string(call_row(f, 0)->text.view()), "uwsgi://127.0.0.1:3031/app/items?user=?");
+  EXPECT_EQ(std::string(call_row(f, 1)->text.view()), "uwsgi://127.0.0.1:3031/odd");
+}
