@@ -1,13 +1,14 @@
 // The outbound dispatch's wire clients: which connections get one (a PostgreSQL startup written first, a
 // MySQL greeting read first), which never do (a connection driven inside the libpq/libmariadb hooks: one
-// source per statement; a Unix socket speaking anything else), and that the program's bytes reach the
-// kernel unchanged. Driven the way the socket hooks drive http_out, with the agent's real core.
+// source per statement; a Unix socket speaking anything else), TLS records libssl does not make (counted
+// at once), and that the program's bytes reach the kernel unchanged. Driven the way the socket hooks drive http_out, with the agent's real core.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/counters.h"
 #include "core/recorder.h"
 #include "core/transaction.h"
 #include "hooks/hook.h"
@@ -188,4 +189,43 @@ TEST_F(WireDispatchTest, AUnixSocketToPostgresIsFollowed) {
   EXPECT_EQ(rows(StepKind::SQL), std::vector<std::string>{"select ?"});
   ASSERT_EQ(rows(StepKind::DB_CONNECT).size(), 1u);
   EXPECT_NE(rows(StepKind::DB_CONNECT)[0].find("/run/postgresql/.s.PGSQL.5432"), std::string::npos);
+}
+
+// SSLRequest answered 'S', then TLS records: libssl's own I/O runs inside the OpenSSL hooks (the tls
+// family held), so the plaintext will come through them; records passing the socket outside them are TLS
+// the agent cannot read, counted once at once, and the socket is let go.
+TEST_F(WireDispatchTest, TlsRecordsOutsideLibsslCountTheConnectionOnceAndLetItGo) {
+  wire.clear();
+  Transaction* t = tx::begin("GET /a", "api");
+  tx::make_current(t);
+  connect();
+  uint64_t before = counters().streams_unparsed.load();
+  std::string hello("\x16\x03\x01\x00\x05hello", 10);  // the head of a ClientHello record, say
+  write(be32s(8) + be32s(80877103));                   // SSLRequest
+  read("S");
+  write(hello);
+  EXPECT_EQ(counters().streams_unparsed.load(), before + 1);
+  EXPECT_FALSE(http_out::has_client(slot.get()));
+  read(std::string("\x16\x03\x03\x00\x05world", 10));
+  tx::end(t, 200, "");
+  EXPECT_EQ(counters().streams_unparsed.load(), before + 1);
+  EXPECT_EQ(wire, be32s(8) + be32s(80877103) + hello);
+  EXPECT_TRUE(rows(StepKind::SQL).empty());
+}
+
+TEST_F(WireDispatchTest, TlsRecordsInsideLibsslKeepTheWireClientWaitingForThePlaintext) {
+  wire.clear();
+  Transaction* t = tx::begin("GET /a", "api");
+  tx::make_current(t);
+  connect();
+  uint64_t before = counters().streams_unparsed.load();
+  write(be32s(8) + be32s(80877103));
+  read("S");
+  hooks::t_in_family |= 1u << static_cast<unsigned>(HookFamily::tls);  // SSL_do_handshake runs
+  write(std::string("\x16\x03\x01\x00\x05hello", 10));
+  read(std::string("\x16\x03\x03\x00\x05world", 10));
+  hooks::t_in_family = 0;
+  EXPECT_TRUE(http_out::has_client(slot.get()));
+  EXPECT_EQ(counters().streams_unparsed.load(), before);
+  tx::end(t, 200, "");
 }
