@@ -5,11 +5,13 @@ back-end (attr/back.py).
 
 Each request `GET /r/<i>` runs a WSGI app that makes one sqlite3 statement whose text names the request
 (`req_<i>`) and one urllib call to the back-end (`/b/<i>`); every third answer has no Content-Length
-(uWSGI then ends it by closing the connection). Under 8 concurrent keep-alive clients, per case:
+(uWSGI then ends it by closing the connection). Under 8 concurrent keep-alive clients, then 24 `POST
+/p/<i>` with bodies of known sizes, per case:
 - every answer is right (the agent changes nothing the programs see);
 - nginx: one transaction per request, whose one HTTP_CALL row (protocol=uwsgi) is linked to the uWSGI
   transaction of the same request (same trace id, the callee's parent span = the row's span id) — at
-  least 99% of them, and none linked to another request's;
+  least 99% of them, and none linked to another request's; the row's bytes read are exactly the bytes
+  the uWSGI transaction wrote, its bytes written exactly the request body the uWSGI transaction read;
 - uWSGI: exactly one transaction per request (`GET /r/<i>`, protocol=uwsgi) holding its own SQL row and
   its own HTTP_CALL row, linked to the back-end transaction of the same trace.
 """
@@ -27,6 +29,11 @@ UWSGI = "/usr/bin/uwsgi-core"
 PLUGIN = "/usr/lib/uwsgi/plugins/python3_plugin.so"
 REQUESTS = 240
 CONNECTIONS = 8
+POSTS = 24
+
+
+def post_body(i):
+    return b"%d:" % i + b"p" * (97 * i)
 
 NGINX_CONF = """\
 user root;
@@ -45,7 +52,7 @@ http {{
   scgi_temp_path {dir}/scgi;
   server {{
     listen 127.0.0.1:{port};
-    location /r/ {{
+    location / {{
       include /etc/nginx/uwsgi_params;
       uwsgi_pass {upstream};
     }}
@@ -63,6 +70,11 @@ BACK = os.environ["TXRAY_TEST_BACK"]
 
 def application(environ, start_response):
     i = int(environ["PATH_INFO"].rsplit("/", 1)[1])
+    if environ["REQUEST_METHOD"] == "POST":
+        data = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        body = ("post %d %d" % (i, len(data))).encode()
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
     con = sqlite3.connect(":memory:")
     v = con.execute("SELECT ? AS req_%d" % i, (1,)).fetchone()[0]
     con.close()
@@ -131,15 +143,27 @@ class Uwsgi(TxrayTestCase):
             with open(os.path.join(d, "uwsgi.out"), errors="replace") as f:
                 self.assertEqual(wrong, {}, f.read()[-2000:])
             self.assertEqual(len(answers), REQUESTS)
+            self.post_all(port)
             # nginx, uWSGI and the back-end: one per request each. The programs are stopped afterwards:
             # what a worker's agent had finished is sent as it goes.
-            wait_for(lambda: count(col.db) >= 3 * REQUESTS, 30, what="every transaction")
+            wait_for(lambda: count(col.db) >= 3 * REQUESTS + 2 * POSTS, 30, what="every transaction")
             nginx.send_signal(signal.SIGQUIT)
             self.assertEqual(nginx.wait(timeout=30), 0)
             uw.send_signal(signal.SIGTERM)
             uw.wait(timeout=30)
             ulog.close()
         self.check(col.db, unix)
+
+    def post_all(self, port):
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            for i in range(POSTS):
+                conn.request("POST", f"/p/{i}", body=post_body(i), headers={"Content-Type": "text/plain"})
+                r = conn.getresponse()
+                self.assertEqual((r.status, r.read().decode()), (200, f"post {i} {len(post_body(i))}"))
+        finally:
+            conn.close()
 
     def check(self, db, unix):
         txs = [t for t in show_json(db, "--last", str(20 * REQUESTS)) if t.get("kind") != "unattributed"]
@@ -148,6 +172,8 @@ class Uwsgi(TxrayTestCase):
             by_app.setdefault(t["app"], []).append(t)
         app = [t for t in by_app.get("uwsgi", []) if t["name"].startswith("GET /r/")]
         nginx = [t for t in by_app.get("nginx", []) if t["name"].startswith("GET /r/")]
+        self.check_posts([t for t in by_app.get("nginx", []) if t["name"].startswith("POST /p/")],
+                         [t for t in by_app.get("uwsgi", []) if t["name"].startswith("POST /p/")])
         back = by_app.get("back", [])
         want = sorted(f"GET /r/{i}" for i in range(REQUESTS))
         # exact counts: one transaction per request on each side, none twice
@@ -178,6 +204,10 @@ class Uwsgi(TxrayTestCase):
                 continue
             self.assertEqual(callee["trace_id"], t["trace_id"])
             self.assertEqual(callee["parent_span_id"], call["span_id"])
+            # the answer as nginx read it is what uWSGI wrote, byte for byte; a GET has no body
+            self.assertGreater(call["bytes_read"], 0)
+            self.assertEqual(call["bytes_read"], callee["bytes_written"], call)
+            self.assertEqual((call["bytes_written"], callee["bytes_read"]), (0, 0), call)
             linked += 1
         line = (f"{'unix' if unix else 'tcp'}: {REQUESTS} requests over {CONNECTIONS} connections: "
                 f"nginx call rows linked to their uWSGI transaction {linked} ({100.0 * linked / REQUESTS:.2f}%), "
@@ -200,6 +230,22 @@ class Uwsgi(TxrayTestCase):
             self.assertIsNotNone(callee, f"{t['name']}: call {calls[0]['url']} not linked")
             self.assertEqual(callee["trace_id"], t["trace_id"], "the back-end sees the uWSGI trace")
             self.assertEqual(callee["name"], "GET /b/" + rid)
+
+    def check_posts(self, nginx, app):
+        """POST /p/<i>: the body's exact size on both sides, the rows linked."""
+        self.assertEqual(sorted(t["name"] for t in nginx), sorted(f"POST /p/{i}" for i in range(POSTS)))
+        self.assertEqual(sorted(t["name"] for t in app), sorted(f"POST /p/{i}" for i in range(POSTS)))
+        app_by_txid = {t["txid"]: t for t in app}
+        for t in nginx:
+            size = len(post_body(int(t["name"].rsplit("/", 1)[1])))
+            call = [s for s in t["steps"] if s["kind"] == "HTTP_CALL"][0]
+            self.assertEqual(attr(call, "method"), "POST", call)
+            self.assertEqual(call["bytes_written"], size, call)
+            callee = app_by_txid.get(call.get("callee_txid"))
+            self.assertIsNotNone(callee, call)
+            self.assertEqual(callee["name"], t["name"])
+            self.assertEqual(callee["bytes_read"], size)
+            self.assertEqual(call["bytes_read"], callee["bytes_written"], call)
 
     def test_tcp(self):
         self.run_case(unix=False)
