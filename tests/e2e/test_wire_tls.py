@@ -12,9 +12,11 @@ so every row here came through TLS:
 Each front answers many requests from 8 concurrent clients, a unique id per request: >= 99% of them hold
 exactly their own row, with the id in its params/binds under TXRAY_SQL=raw, 0 rows in a wrong request, and
 a missing table's row carries its SQLSTATE.
-And TLS the agent cannot see inside: node-postgres with `ssl` (Node's OpenSSL is linked into the node
-binary, so its SSL_read/SSL_write are not libssl's): the requests are answered, no SQL row is made anywhere,
-and each of its connections is counted once as a stream not parsed (the collector's status line)."""
+And TLS the agent cannot see inside: node-postgres and mysql2 with `ssl` (Node's OpenSSL is linked into the
+node binary, so its SSL_read/SSL_write are not libssl's), asyncpg with `ssl` (asyncio runs libssl on memory
+BIOs: the SSL object names no socket) and PostgreSQL JDBC with sslmode=require (the JVM's JSSE): the
+requests are answered, no SQL row is made anywhere, and each of their connections is counted once as a
+stream not parsed, at its first TLS record (the collector's status line)."""
 import os
 import re
 import shutil
@@ -31,6 +33,8 @@ from txraytest import (AGENT, PYTHON, SOURCE_DIR, TXRAY, Collector, TxrayTestCas
                        count_transactions, free_port, get_all, show_json, wait_for, wait_port)
 
 NODE = "/usr/bin/node"
+JAVA, JAVAC = "/usr/bin/java", "/usr/bin/javac"
+JDBC_JAR = "/usr/share/java/postgresql.jar"
 NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "e2e", "drivers", "node_modules")
 PG_MODULE = os.path.join(NODE_MODULES, "pg")
 REQUESTS = 160  # GET /r/<id>, ids 1..REQUESTS
@@ -243,6 +247,54 @@ process.on("SIGTERM", () => {
 '''
 
 
+# PostgreSQL JDBC with sslmode=require: the JVM's own TLS (JSSE), one connection per worker thread. The
+# shutdown hook (SIGTERM) prints how many connections it made.
+JDBC_FRONT = r'''
+import com.sun.net.httpserver.HttpServer;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.sql.*;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+public class TlsService {
+  public static void main(String[] a) throws Exception {
+    String url = "jdbc:postgresql://127.0.0.1:" + a[1] + "/postgres?user=postgres&sslmode=require";
+    AtomicInteger made = new AtomicInteger();
+    ThreadLocal<Connection> conn = new ThreadLocal<>();
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", Integer.parseInt(a[0])), 256);
+    server.createContext("/", ex -> {
+      int id = Integer.parseInt(ex.getRequestURI().getPath().split("/")[2]);
+      String body;
+      try {
+        if (conn.get() == null) {
+          conn.set(DriverManager.getConnection(url));
+          made.incrementAndGet();
+        }
+        try (PreparedStatement p = conn.get().prepareStatement("SELECT name FROM items WHERE id = ?")) {
+          p.setInt(1, id);
+          try (ResultSet r = p.executeQuery()) {
+            body = r.next() ? id + " " + r.getString(1) : "none";
+          }
+        }
+      } catch (SQLException e) {
+        body = id + " error " + e.getSQLState();
+      }
+      byte[] out = body.getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(200, out.length);
+      try (OutputStream os = ex.getResponseBody()) {
+        os.write(out);
+      }
+    });
+    server.setExecutor(Executors.newFixedThreadPool(8));
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> System.out.println("connections " + made.get())));
+    server.start();
+  }
+}
+'''
+
+
 def rows_of(tx, table):
     return [s for s in tx["steps"] if s["kind"] == "SQL" and s["text"].startswith(f"SELECT name FROM {table}")]
 
@@ -326,7 +378,7 @@ class Tls(TxrayTestCase):
         # (A pool's later connections may be connected where no request can be named, Node's from a DNS
         # lookup callback: the first request's SOCKET row at least is in a request.)
         self.assertTrue([s for t in front.values() for s in t["steps"]
-                         if s["kind"] == "SOCKET" and s["text"] == f"127.0.0.1:{db_port}"])
+                         if s["kind"] == "SOCKET" and s["text"].endswith(f":{db_port}")])  # the JVM's: ::ffff:…
         counted = [int(n) for n in re.findall(r"agents stopped parsing (\d+) connections", log)]
         print(f"{name} over TLS: {made} connections, {max(counted, default=0)} counted as not parsed", flush=True)
         self.assertGreater(made, 0)
@@ -380,6 +432,15 @@ class PostgresTls(Tls):
     @unittest.skipUnless(os.path.exists(NODE) and os.path.isdir(PG_MODULE), "needs node and node-postgres")
     def test_node_postgres_tls_is_a_counted_socket(self):
         self.unseen("node-postgres", [NODE, "-e", NODE_PG_FRONT, "x", "{port}", str(self.pg.port), PG_MODULE],
+                    self.pg.port, "item-")
+
+    @unittest.skipUnless(os.path.exists(JAVAC) and os.path.exists(JDBC_JAR), "needs javac and libpostgresql-jdbc-java")
+    def test_jdbc_tls_is_a_counted_socket(self):
+        src = os.path.join(self.tmp, "TlsService.java")
+        with open(src, "w") as f:
+            f.write(JDBC_FRONT)
+        subprocess.run([JAVAC, "-d", self.tmp, src], check=True, capture_output=True, timeout=300)
+        self.unseen("jdbc", [JAVA, "-cp", f"{self.tmp}:{JDBC_JAR}", "TlsService", "{port}", str(self.pg.port)],
                     self.pg.port, "item-")
 
     @unittest.skipUnless(have("asyncpg"), "python3-asyncpg is not installed")
