@@ -112,10 +112,11 @@ cpu::Symbol resolve_symbol(uintptr_t ip, bool return_address, void* ctx) {
   return {std::move(f.function), f.module == "?" ? std::string() : std::move(f.module)};
 }
 
-// The counters only grow, so their sum changes exactly when one of them does.
+// The counters only grow, so their sum changes exactly when one of them does. streams_unparsed is in it:
+// a connection given up when no transaction follows (a pool's TLS handshake at start-up) is still told.
 uint64_t drops_signature(const Counters& c) {
   return c.queue_full.load() + c.send_failed.load() + c.encode_failed.load() + c.internal_errors.load() +
-         c.steps_summarized.load();
+         c.steps_summarized.load() + c.streams_unparsed.load();
 }
 
 // A transaction that begins in a quiet spell does not wake the agent thread, and its thread's perf ring
