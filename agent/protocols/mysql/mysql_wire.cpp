@@ -42,6 +42,28 @@ bool Framer::feed(const char* p, size_t n, PacketSink& sink) {
 
 bool Framer::feed_packets(const char* p, size_t n, PacketSink& sink) {
   while (n > 0) {
+    // A whole packet, header and all, in what is left of this call and needing no continuation (the
+    // common case: a command in one write, a result set in one read): the sink reads it in place.
+    if (hdr_n_ == 0 && !in_packet_ && n >= 4) {
+      const auto* u = reinterpret_cast<const unsigned char*>(p);
+      uint32_t len = uint32_t(u[0]) | uint32_t(u[1]) << 8 | uint32_t(u[2]) << 16;
+      if (len < kMaxPayload && n - 4 >= len) {
+        start_ = fed_ - n;
+        seq_ = last_seq_ = u[3];
+        phys_len_ = len;
+        total_ = len;
+        left_ = 0;
+        continued_ = false;
+        in_packet_ = true;
+        start(sink, len ? int(u[4]) : -1);
+        std::string_view head(p + 4, std::min<size_t>(len, keep_));
+        p += 4 + size_t(len);
+        n -= 4 + size_t(len);
+        call_left_ = n;
+        if (!finish(sink, head)) return false;
+        continue;
+      }
+    }
     if (hdr_n_ < 4) {
       if (hdr_n_ == 0 && !in_packet_) start_ = fed_ - n;
       size_t k = std::min<size_t>(4 - hdr_n_, n);
