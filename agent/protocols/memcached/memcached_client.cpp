@@ -391,8 +391,7 @@ class MemcachedClient final : public WireClient {
 
   static void add_num(const StepRef& s, std::string_view key, uint64_t v) {
     char b[24];
-    snprintf(b, sizeof b, "%llu", static_cast<unsigned long long>(v));
-    rec::add_attr(s, key, b);
+    rec::add_attr(s, key, cacherow::decimal(b, v));
   }
 
   void finish(std::string_view result, std::string_view error) {

@@ -9,6 +9,7 @@
 // transaction's call totals (CALL TIME in the profile header), as an outbound HTTP call's does.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -17,6 +18,12 @@
 #include "core/recorder.h"
 
 namespace txray::cacherow {
+
+// v in decimal in b: an attribute's value (snprintf was a tenth of a memcached `get`'s cost).
+template <typename T>
+inline std::string_view decimal(char (&b)[24], T v) {
+  return std::string_view(b, size_t(std::to_chars(b, b + sizeof b, v).ptr - b));
+}
 
 // Opens a row of `kind` in tx (an empty ref when tx is null).
 inline StepRef open(Transaction* tx, StepKind kind) { return tx ? rec::open_unnested(tx, kind) : StepRef{}; }

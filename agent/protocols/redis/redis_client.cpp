@@ -298,13 +298,11 @@ class RedisClient final : public WireClient {
     if (!e.step) return;
     if (cmd_.args > 3) {
       char v[24];
-      snprintf(v, sizeof v, "%lld", static_cast<long long>(cmd_.args - 1));
-      rec::add_attr(e.step, "args", v);
+      rec::add_attr(e.step, "args", cacherow::decimal(v, cmd_.args - 1));
     }
     if (db_ > 0 && !(e.flags & kSelect)) {
       char v[24];
-      snprintf(v, sizeof v, "%lld", static_cast<long long>(db_));
-      rec::add_attr(e.step, "db", v);
+      rec::add_attr(e.step, "db", cacherow::decimal(v, db_));
     }
   }
 
@@ -370,8 +368,7 @@ class RedisClient final : public WireClient {
       rec::add_attr(e.step, "reply", f->null ? std::string_view("nil") : std::string_view(kind, 1));
       if (f->elements >= 0) {
         char v[24];
-        snprintf(v, sizeof v, "%lld", static_cast<long long>(f->elements));
-        rec::add_attr(e.step, "elements", v);
+        rec::add_attr(e.step, "elements", cacherow::decimal(v, f->elements));
       }
       if (f->kind == '+' && f->line.len <= 16 && !f->line.cut()) {
         // status words (OK, QUEUED, PONG, string…), not values
@@ -389,13 +386,11 @@ class RedisClient final : public WireClient {
     }
     if ((e.flags & kSelect) && e.db >= 0) {
       char v[24];
-      snprintf(v, sizeof v, "%lld", static_cast<long long>(e.db));
-      rec::add_attr(e.step, "db", v);
+      rec::add_attr(e.step, "db", cacherow::decimal(v, e.db));
     }
     if (messages_) {
       char v[24];
-      snprintf(v, sizeof v, "%llu", static_cast<unsigned long long>(messages_));
-      rec::add_attr(e.step, "messages", v);
+      rec::add_attr(e.step, "messages", cacherow::decimal(v, messages_));
       messages_ = 0;
     }
     cacherow::close(e.step, read, e.written, error);
