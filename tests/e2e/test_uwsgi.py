@@ -6,7 +6,8 @@ back-end (attr/back.py).
 Each request `GET /r/<i>` runs a WSGI app that makes one sqlite3 statement whose text names the request
 (`req_<i>`) and one urllib call to the back-end (`/b/<i>`); every third answer has no Content-Length
 (uWSGI then ends it by closing the connection). Under 8 concurrent keep-alive clients, then 24 `POST
-/p/<i>` with bodies of known sizes, per case:
+/p/<i>` with bodies of known sizes (the last one 200 KB: nginx buffers it in a file and, with `sendfile
+on` as in Debian's nginx.conf, sends it to uWSGI by sendfile), per case:
 - every answer is right (the agent changes nothing the programs see);
 - nginx: one transaction per request, whose one HTTP_CALL row (protocol=uwsgi) is linked to the uWSGI
   transaction of the same request (same trace id, the callee's parent span = the row's span id) — at
@@ -33,7 +34,8 @@ POSTS = 24
 
 
 def post_body(i):
-    return b"%d:" % i + b"p" * (97 * i)
+    # the last one is past nginx's client_body_buffer_size: buffered in a file, sent to uWSGI by sendfile
+    return b"%d:" % i + b"p" * (97 * i if i < POSTS - 1 else 200000)
 
 NGINX_CONF = """\
 user root;
@@ -45,6 +47,7 @@ error_log {dir}/nginx-error.log warn;
 events {{ worker_connections 1024; }}
 http {{
   access_log off;
+  sendfile on;
   client_body_temp_path {dir}/client_body;
   proxy_temp_path {dir}/proxy;
   fastcgi_temp_path {dir}/fastcgi;

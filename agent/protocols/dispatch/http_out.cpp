@@ -698,6 +698,10 @@ void on_sent_opaque(FdSlot* s, uint64_t n) {
     errno = saved;
     return;
   }
+  if (c->wire_active && !c->wire_tls && c->wire->on_sent_opaque(n)) {  // a body the client only counts
+    errno = saved;
+    return;
+  }
   if (c->wire_active) {  // bytes the parser cannot see: it cannot follow the stream any more
     counters().streams_unparsed.fetch_add(1, std::memory_order_relaxed);
     end_wire(c, "wire protocol not followed (sendfile)");

@@ -47,6 +47,10 @@ class WireClient {
   // with `why` as their error when it is not empty. The client may be reset() for the slot's next
   // connection afterwards.
   virtual void on_end(std::string_view why) = 0;
+  // Bytes the program sent that the agent cannot see (sendfile: nginx sends a request body it buffered
+  // in a file that way): true when the client accounts for them and goes on following the stream (a
+  // body it only counts, as uwsgi's), false when it cannot — the dispatch then lets the connection go.
+  virtual bool on_sent_opaque(uint64_t /*n*/) { return false; }
   // True once the client gave up following the stream (it counted why: counters().streams_unparsed):
   // no more bytes are fed to it.
   virtual bool stopped() const = 0;

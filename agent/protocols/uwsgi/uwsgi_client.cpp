@@ -96,6 +96,16 @@ class UwsgiClient final : public WireClient {
     answered_ = drain_ = false;
   }
   bool stopped() const override { return stopped_; }
+  // nginx sends a request body it buffered in a file with sendfile (`sendfile on`, Debian's default):
+  // body bytes are only counted, so the stream is followed on; anything else is not.
+  bool on_sent_opaque(uint64_t n) override {
+    if (stopping_ || phase_ != Phase::body || n > body_left_) return false;
+    body_left_ -= n;
+    written_ += n;
+    if (body_left_ == 0) phase_ = answered_ ? Phase::idle : Phase::sent;
+    if (phase_ == Phase::idle) answered_ = false;
+    return true;
+  }
   int plan_write(const iovec* iov, int cnt, iovec* out) override;
   size_t commit_write(size_t accepted) override;
 

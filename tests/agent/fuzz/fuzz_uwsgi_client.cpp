@@ -2,7 +2,8 @@
 // drives it, with the agent's real transaction core: the program's writes go through plan_write /
 // commit_write as the write hook does (http_out.cpp: wire_write_through) under a kernel that takes at most
 // `cap` bytes per call (the input's first byte), its reads through on_received, and connection ends make
-// the next connection's client. Input: records (fuzz_uwsgi_common.h). Checked:
+// the next connection's client; sendfile records (kind 3) are counted as body or refused (then, as the
+// dispatch does, the connection is no longer followed). Input: records (fuzz_uwsgi_common.h). Checked:
 //  - the program is told exactly its own bytes were written, never more than it gave, and its writes
 //    always progress;
 //  - the wire is the program's bytes but for edits at the start of a write, each a packet header whose
@@ -111,11 +112,24 @@ std::string replay(const std::vector<Record>& recs, size_t cap, size_t piece, Wi
   {
     std::unique_ptr<WireClient> c(uwsgi::make_client(env));
     bool was_stopped = false;
+    bool stopped_for_good = false;  // until the next connection
     for (const Record& r : recs) {
-      if (r.kind >= 2) {  // the connection ends (whether the server or the program closed it)
-        c->on_end(r.kind == 2 ? "closed by the server" : "");
+      if (r.kind == 2) {  // the connection ends
+        c->on_end("closed by the server");
         c.reset(uwsgi::make_client(env));
-        was_stopped = false;
+        was_stopped = stopped_for_good = false;
+        continue;
+      }
+      if (r.kind == 3) {  // sendfile(2): bytes the client does not see; refused, the dispatch lets it go
+        std::string filler(r.bytes.size() * 7, 'F');
+        w->write_starts.push_back(w->prog.size());
+        w->prog += filler;
+        w->wire += filler;
+        if (!c->stopped() && !c->on_sent_opaque(filler.size())) {
+          c->on_end("not followed (sendfile)");
+          c.reset(uwsgi::make_client(env));
+          stopped_for_good = true;  // the dispatch's connection is a plain socket from here on
+        }
         continue;
       }
       if (r.bytes.empty()) continue;
@@ -124,7 +138,7 @@ std::string replay(const std::vector<Record>& recs, size_t cap, size_t piece, Wi
         while (at < r.bytes.size()) {
           size_t n = r.bytes.size() - at;
           if (piece) n = std::min(n, 1 + size_t(uint8_t(r.bytes[k++ % r.bytes.size()])) % piece);
-          if (!c->stopped()) c->on_received(r.bytes.data() + at, n);
+          if (!c->stopped() && !stopped_for_good) c->on_received(r.bytes.data() + at, n);
           at += n;
         }
       } else {
@@ -134,7 +148,7 @@ std::string replay(const std::vector<Record>& recs, size_t cap, size_t piece, Wi
           w->write_starts.push_back(w->prog.size() + off);
           iovec iov{const_cast<char*>(r.bytes.data() + off), r.bytes.size() - off};
           iovec out[1 + WireClient::kWriteExtra];
-          int k = c->stopped() ? 0 : c->plan_write(&iov, 1, out);
+          int k = c->stopped() || stopped_for_good ? 0 : c->plan_write(&iov, 1, out);
           if (c->stopped() && was_stopped && k) fail("a stopped client inserts");
           size_t mine;
           if (k == 0) {
@@ -156,7 +170,7 @@ std::string replay(const std::vector<Record>& recs, size_t cap, size_t piece, Wi
           }
           if (mine > iov.iov_len) fail("told more bytes written than given");
           if (mine == 0) fail("a write that took nothing");
-          if (!c->stopped()) c->on_sent(r.bytes.data() + off, mine);
+          if (!c->stopped() && !stopped_for_good) c->on_sent(r.bytes.data() + off, mine);
           off += mine;
         }
         w->prog += r.bytes;

@@ -2,7 +2,8 @@
 """Writes the seed corpora of the uwsgi fuzz targets from captures of nginx's uwsgi_pass talking to
 Debian's uWSGI (`--socket`, a WSGI app; tests/agent/protocols/uwsgi/captures/*.bin, one connection each,
 records [d][len_hi][len_lo][bytes], d = 1 what nginx wrote, 0 what uWSGI answered), plus packets one
-after another on one connection and a packet whose datasize leaves no room for the trace context:
+after another on one connection, a body sent by sendfile and a packet whose datasize leaves no room for
+the trace context:
   corpus/uwsgi_conn/<capture>    uWSGI's side: reads and writes as records (fuzz_uwsgi_common.h)
   corpus/uwsgi_client/<capture>  nginx's side: the kernel's cap byte, then its writes and reads
 """
@@ -57,6 +58,10 @@ def conversations():
         conv.append((True, packet(nginx_vars(b"POST", b"/k/%d?a=%d" % (i, i), len(body)), body)))
         conv.append((False, b"HTTP/1.1 20%d OK\r\nContent-Length: 2\r\n\r\nok" % i))
     yield "synthetic-sequence", conv
+    # a POST whose body nginx sends by sendfile (a body it buffered in a file, `sendfile on`): the front's
+    # side sees it as a kind-3 record of 100 bytes (fuzz_uwsgi_client.cpp counts 7 per byte)
+    yield "synthetic-sendfile-body", [(True, packet(nginx_vars(b"POST", b"/up", 700))), ("sendfile", 100),
+                                      (False, b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")]
     # a datasize with no room for HTTP_TRACEPARENT's 75 bytes, the packet cut after 2000 bytes (the
     # targets' inputs are at most 16 KiB; the header alone decides)
     pad = 0xffff - 20 - len(b"".join(var(k, v) for k, v in nginx_vars(b"GET", b"/full")))
@@ -68,9 +73,11 @@ def main():
         os.makedirs(os.path.join(HERE, "corpus", d), exist_ok=True)
     for name, conv in conversations():
         # the server's side: it reads what the front wrote, writes its answer; then the connection ends
-        server = b"".join(record(0 if front else 1, b) for front, b in conv) + record(2, b"")
+        server = b"".join(record(0, b"F" * (7 * b)) if front == "sendfile" else record(0 if front else 1, b)
+                          for front, b in conv) + record(2, b"")
         # the front's side: a kernel that takes 13 bytes a call, its writes and reads, the server's close
-        client = bytes([13]) + b"".join(record(1 if front else 0, b) for front, b in conv) + record(2, b"")
+        client = bytes([13]) + b"".join(record(3, b"F" * b) if front == "sendfile" else record(1 if front else 0, b)
+                                        for front, b in conv) + record(2, b"")
         for d, data in (("uwsgi_conn", server), ("uwsgi_client", client)):
             with open(os.path.join(HERE, "corpus", d, name), "wb") as f:
                 f.write(data)

@@ -496,3 +496,22 @@ TEST_F(UwsgiClientTest, OnlyAWriteWithWholeCgiVarsGetsTheContext) {
   EXPECT_EQ(std::string(call_row(f, 0)->text.view()), "uwsgi://127.0.0.1:3031/app/items?user=?");
   EXPECT_EQ(std::string(call_row(f, 1)->text.view()), "uwsgi://127.0.0.1:3031/odd");
 }
+
+// nginx with `sendfile on` sends a request body it buffered in a file by sendfile: counted as body, the
+// stream followed on; bytes the client cannot place (not body) are refused.
+TEST_F(UwsgiClientTest, BodySentByFileIsCountedAndTheStreamFollowedOn) {
+  std::string prog = request("POST", "/upload", std::string(200000, 'f'));
+  std::string head = prog.substr(0, prog.size() - 200000);
+  EXPECT_FALSE(client->on_sent_opaque(10)) << "nothing of a packet yet";
+  write_all(*client, head, 1 << 20);
+  EXPECT_TRUE(client->on_sent_opaque(150000));
+  EXPECT_FALSE(client->on_sent_opaque(50001)) << "more than the body";
+  EXPECT_TRUE(client->on_sent_opaque(50000));
+  receive(answer(201, "stored"));
+  EXPECT_FALSE(client->stopped());
+  const Transaction& f = end_front();
+  ASSERT_NE(call_row(f), nullptr);
+  EXPECT_EQ(call_row(f)->status, 201);
+  EXPECT_EQ(call_row(f)->bytes_written, 200000u);
+  EXPECT_TRUE(call_row(f)->error.empty());
+}

@@ -130,3 +130,24 @@ TEST_F(UwsgiDispatchTest, HttpAndOtherBytesAreNotTakenForUwsgi) {
   EXPECT_EQ(std::string(rows[0]->text.view()).rfind("http://", 0), 0u);
   EXPECT_EQ(wire.substr(wire.size() - other.size()), other);
 }
+
+TEST_F(UwsgiDispatchTest, ABodySentByFileKeepsTheConnectionFollowed) {
+  Transaction* t = tx::begin("POST /front", "http");
+  tx::make_current(t);
+  connect(false);
+  uint64_t unparsed = counters().streams_unparsed.load();
+  std::string prog = request("POST", "/up", std::string(300000, 'f'));
+  std::string head = prog.substr(0, prog.size() - 300000);
+  EXPECT_EQ(write(head), head.size());
+  slot->add_written(300000);
+  http_out::on_sent_opaque(slot.get(), 300000);  // sendfile(2) of the buffered body
+  read(answer(200, "ok"));
+  http_out::on_close(slot.get(), 5);
+  tx::end(t, 200, "");
+  auto rows = calls();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->status, 200);
+  EXPECT_TRUE(rows[0]->error.empty()) << rows[0]->error;
+  EXPECT_EQ(rows[0]->bytes_written, 300000u);
+  EXPECT_EQ(counters().streams_unparsed.load(), unparsed);
+}
