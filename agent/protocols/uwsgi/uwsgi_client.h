@@ -8,7 +8,8 @@
 //     belongs to (wire::statement_tx: the request that connected the socket for its first request, as
 //     for HTTP); the end of its vars gives the row its text `uwsgi://peer/path` (the query masked as a
 //     URL's, core/redact.h) and `method`; then CONTENT_LENGTH bytes of request body (the row's bytes
-//     written). The application answers with a raw HTTP/1.x response (http_parse.h: ResponseTracker):
+//     written; also when nginx sends a body it buffered in a file by sendfile: on_sent_opaque). The
+//     application answers with a raw HTTP/1.x response (http_parse.h: ResponseTracker):
 //     its status line is the row's status, its bytes the row's bytes read, and its last byte closes the
 //     row — or the connection's end for a response without a length (what uWSGI writes when the
 //     application sets none: it closes the connection after each request). The connection's end before
@@ -17,7 +18,9 @@
 //   - plan_write/commit_write: the packet's 4-byte header is replaced by the header with its datasize
 //     grown, followed by vars of the client's own — HTTP_TRACEPARENT (the row's span id as parent id),
 //     HTTP_TRACESTATE and HTTP_BAGGAGE when the transaction has them (splice.h: the program's byte counts
-//     unchanged). The application's side takes the first HTTP_TRACEPARENT of the vars, which is this one,
+//     unchanged), and only in a write that begins with the packet's header and holds its whole vars
+//     block, every key of CGI-variable characters (nginx writes them from one buffer): the bytes
+//     rewritten are then surely a uwsgi header. The application's side takes the first HTTP_TRACEPARENT of the vars, which is this one,
 //     so a front that also passes its client's `traceparent` header on (nginx's uwsgi_params) still links
 //     its own call row to the application's transaction. The datasize is 16 bits: when the packet with
 //     the context would pass 65535 bytes, tracestate and baggage are left out, and when even the
