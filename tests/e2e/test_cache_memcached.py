@@ -31,10 +31,11 @@ def have_pymemcache():
 
 
 PY_FRONT = r'''
-import http.server, socketserver, sys
+import http.server, os, socketserver, sys
 from pymemcache.client.base import PooledClient
 
-PORT, MPORT, VALUE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+PORT, MPORT = int(sys.argv[1]), int(sys.argv[2])
+VALUE = os.environ["CACHE_VALUE"]  # not on the command line: that is kept with the transactions
 mc = PooledClient(("127.0.0.1", MPORT), max_pool_size=8, default_noreply=False)
 
 
@@ -114,7 +115,7 @@ class CacheMemcached(TxrayTestCase):
         return rows, sizes
 
     def serve(self, app, raw):
-        env = bare_env({"TXRAY_CACHE_KEYS": "raw" if raw else "mask"})
+        env = bare_env({"TXRAY_CACHE_KEYS": "raw" if raw else "mask", "CACHE_VALUE": VALUE})
         port = free_port()
         ids = list(range(5000 if raw else 7000, (5000 if raw else 7000) + REQUESTS))  # fresh keys each run
         paths = [f"/r/{i}" for i in ids]
@@ -122,7 +123,7 @@ class CacheMemcached(TxrayTestCase):
         try:
             log = open(os.path.join(self.tmp, f"{app}.log"), "wb")
             p = self.spawn([TXRAY, "run", "--collector", col.endpoint, "--app", app, "--", PYTHON, "-c", PY_FRONT,
-                            str(port), str(self.port), VALUE], env=env, stdout=log, stderr=subprocess.STDOUT)
+                            str(port), str(self.port)], env=env, stdout=log, stderr=subprocess.STDOUT)
             wait_port(port, 60)
             answers, errors = get_all(port, paths, CLIENTS)
             self.assertEqual(errors, [])

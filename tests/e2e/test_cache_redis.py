@@ -87,8 +87,8 @@ import http.server, socketserver, sys
 import redis
 
 import os
-PORT, RPORT, SOCK, VALUE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-PW = os.environ["REDIS_PASSWORD"]
+PORT, RPORT, SOCK = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+PW, VALUE = os.environ["REDIS_PASSWORD"], os.environ["CACHE_VALUE"]
 tcp = redis.Redis(host="127.0.0.1", port=RPORT, password=PW)
 db5 = redis.Redis(host="127.0.0.1", port=RPORT, password=PW, db=5)
 unix = redis.Redis(unix_socket_path=SOCK, password=PW)
@@ -141,7 +141,7 @@ S(("127.0.0.1", PORT), H).serve_forever()
 NODE_FRONT = r'''
 const http = require("http");
 const { createClient } = require(process.argv[4]);
-const [port, rport, value, pw] = [+process.argv[2], +process.argv[3], process.argv[5], process.env.REDIS_PASSWORD];
+const [port, rport, value, pw] = [+process.argv[2], +process.argv[3], process.env.CACHE_VALUE, process.env.REDIS_PASSWORD];
 const client = createClient({ socket: { host: "127.0.0.1", port: rport }, password: pw });
 client.on("error", (e) => console.error("redis", e));
 client.connect().then(() => {
@@ -238,15 +238,15 @@ class CacheRedis(TxrayTestCase):
     def serve(self, app, cmd, kinds, raw):
         """The front under `txray run`, driven with REQUESTS unique ids per kind over CLIENTS keep-alive
         connections; returns ({path: tx}, the collector's db, [(kind, id)])."""
-        # the password from the environment: a process's command line is kept with its transactions
+        # the password and the value from the environment: a process's command line is kept with its
+        # transactions, and neither may reach the store
         env = bare_env({"TXRAY_CACHE_KEYS": "raw" if raw else "mask", "TXRAY_MAX_STEPS": str(MAX_STEPS),
-                        "REDIS_PASSWORD": PASSWORD})
+                        "REDIS_PASSWORD": PASSWORD, "CACHE_VALUE": VALUE})
         env.pop("NODE_OPTIONS", None)
         port = free_port()
         reqs = [(k, 1000 * (n + 1) + j) for j in range(REQUESTS) for n, k in enumerate(kinds)]
         paths = [f"/{k}/{i}" for k, i in reqs]
-        sub = {"{port}": str(port), "{rport}": str(self.server.port), "{sock}": self.server.sock,
-               "{value}": VALUE}
+        sub = {"{port}": str(port), "{rport}": str(self.server.port), "{sock}": self.server.sock}
         col = Collector(self.tmp, db=os.path.join(self.tmp, f"{app}.db"),
                         endpoint=f"ipc://{self.tmp}/{app}.sock").start()
         try:
@@ -356,7 +356,7 @@ class CacheRedis(TxrayTestCase):
 
     @unittest.skipUnless(have_redis_py(), "needs python3-redis")
     def test_redis_py(self):
-        cmd = [PYTHON, "-c", PY_FRONT, "{port}", "{rport}", "{sock}", "{value}"]
+        cmd = [PYTHON, "-c", PY_FRONT, "{port}", "{rport}", "{sock}"]
         kinds = ["kv", "db", "unix", "bad", "multi", "pipe"]
         for raw in (True, False):
             by_path, db, reqs, unattributed = self.serve(f"redis-py-{'raw' if raw else 'mask'}", cmd, kinds, raw)
@@ -375,10 +375,10 @@ class CacheRedis(TxrayTestCase):
 
     @unittest.skipUnless(os.path.exists(NODE) and os.path.isdir(NODE_REDIS), "needs node and node-redis")
     def test_node_redis(self):
-        cmd = [NODE, "-e", NODE_FRONT, "x", "{port}", "{rport}", NODE_REDIS, "{value}"]
+        cmd = [NODE, "-e", NODE_FRONT, "x", "{port}", "{rport}", NODE_REDIS]
         # Known gap: node-redis queues the commands of every caller and writes them all in one corked write
         # from a setImmediate; the Node shim names one request per write, so only the first command of
-        # such a write lands in its request, the others in none (never in a wrong one). Measured: 30-60 of
+        # such a write lands in its request, the others in none (never in a wrong one). Measured: 25-60 of
         # 240 requests hold all their rows. What is asserted: no row in a wrong request, and the rows
         # that are kept are exactly right (text, reply, bytes).
         for raw in (True, False):
