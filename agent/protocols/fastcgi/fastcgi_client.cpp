@@ -351,7 +351,8 @@ size_t FcgiClient::commit_write(size_t accepted) {
 }  // namespace
 
 bool looks_like_request(const char* p, size_t n) {
-  if (n < kHeaderLen || looks_like_begin(p, n) != 1 || uint8_t(p[1]) != kBeginRequest) return false;
+  // a first write of the header alone is taken too (0: its role is not in it)
+  if (n < kHeaderLen || uint8_t(p[1]) != kBeginRequest || looks_like_begin(p, n) < 0) return false;
   for (size_t i = 11; i < 16 && i < n; ++i)
     if (p[i] != 0) return false;  // the body's reserved bytes
   return n < 11 || uint8_t(p[10]) <= kKeepConn;

@@ -41,7 +41,9 @@ int looks_like_begin(const char* p, size_t n) {
   if ((n >= 5 && u(4) != 0) || (n >= 6 && u(5) != 8)) return -1;
   if (n >= 9 && u(8) != 0) return -1;
   if (n >= 10 && (u(9) < 1 || u(9) > 3)) return -1;
-  return n >= kHeaderLen ? 1 : 0;
+  // Decided once the role is seen, so that the answer does not depend on how the reads were split
+  // (php-fpm reads the 8-byte header alone, then the body).
+  return n >= kHeaderLen + 2 ? 1 : 0;
 }
 
 void RecordReader::reset() { *this = RecordReader{}; }

@@ -48,8 +48,8 @@ bool parse_header(const char* p, Header* h);
 void put_header(char* out, uint8_t type, uint16_t id, uint16_t content, uint8_t padding);
 
 // The first bytes a server reads from a connection: +1 they start a FastCGI BEGIN_REQUEST (version 1,
-// type 1, content length 8, role 1..3 once seen) or GET_VALUES record, 0 too few bytes to tell (a
-// consistent prefix), -1 not FastCGI. What a client writes first is the same record: the outbound
+// type 1, content length 8, role 1..3: 10 bytes needed) or GET_VALUES record (its 8-byte header), 0 too
+// few bytes to tell (a consistent prefix), -1 not FastCGI. What a client writes first is the same record: the outbound
 // dispatch asks looks_like_request() (fastcgi_client.h), which is this.
 int looks_like_begin(const char* p, size_t n);
 

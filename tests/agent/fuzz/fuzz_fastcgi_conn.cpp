@@ -11,7 +11,10 @@
 //    STDIN / STDOUT content bytes of followed requests exactly in their transactions' bytes, the stream
 //    given up at the first header that is not FastCGI 1 — counted once (streams_unparsed) — and never fed
 //    again;
-//  - every transaction begun is ended by the connection's end, none left open.
+//  - every transaction begun is ended by the connection's end, none left open;
+//  - through the accepted connection's tracker (HttpConn, which hands a connection whose first bytes are
+//    a BEGIN_REQUEST over), the same transactions, the reads cut or not; none for a stream whose first
+//    byte is FastCGI's version but whose first record is no BEGIN_REQUEST.
 // Seeds: nginx's and php-fpm's records (tests/agent/protocols/fastcgi/fcgi_bytes.h's shapes and a
 // capture of nginx 1.22 → php-fpm 8.2), made by make_cache_seeds.py.
 #include <cstdio>
@@ -25,6 +28,9 @@
 #include "core/recorder.h"
 #include "core/transaction.h"
 #include "protocols/fastcgi/fastcgi_conn.h"
+#include "protocols/fastcgi/fastcgi_records.h"
+#include "protocols/http1/http_conn.h"
+#include "protocols/uwsgi/uwsgi_packet.h"
 
 using namespace txray;
 
@@ -195,6 +201,28 @@ std::string replay(const std::vector<Record>& recs, size_t piece, const Model& m
   return out;
 }
 
+// The same through HttpConn, as the socket hooks feed an accepted connection.
+std::string replay_http(const std::vector<Record>& recs, size_t piece) {
+  done().clear();
+  auto conn = std::make_unique<HttpConn>();
+  conn->reset("unix", 9);
+  for (const Record& r : recs) {
+    size_t at = 0, k = 0;
+    while (at < r.bytes.size()) {
+      size_t n = r.bytes.size() - at;
+      if (piece) n = std::min(n, 1 + size_t(uint8_t(r.bytes[k++ % r.bytes.size()])) % piece);
+      if (r.sent) conn->on_write(r.bytes.data() + at, n);
+      else conn->on_read(r.bytes.data() + at, n);
+      at += n;
+    }
+  }
+  conn->on_close();
+  std::string out;
+  for (auto& t : done()) out += describe(*t);
+  done().clear();
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -213,6 +241,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t piece : {1, 7}) {
     std::string cut = replay(recs, piece, m);
     if (cut != whole) fail("transactions differ with the records cut in pieces", whole, cut);
+  }
+  // A server reads first; HttpConn takes the connection as FastCGI from a BEGIN_REQUEST's first 10 bytes
+  // (whatever their reads), and from then on feeds the tracker every byte both ways.
+  if (!recs.empty() && !recs[0].sent) {
+    std::string first;
+    for (const Record& r : recs) {
+      if (r.sent) break;
+      first += r.bytes;
+    }
+    if (first.size() >= 10 && fcgi::looks_like_begin(first.data(), first.size()) == 1 && uint8_t(first[1]) == fcgi::kBeginRequest) {
+      for (size_t piece : {0, 1, 7}) {
+        std::string h = replay_http(recs, piece);
+        if (h != whole) fail("HttpConn's transactions differ from the tracker's", whole, h);
+      }
+    } else if (first.size() >= 10 && uint8_t(first[0]) == 1 && fcgi::looks_like_begin(first.data(), first.size()) < 0 &&
+               uwsgi::looks_like_packet(first.data(), first.size()) < 0) {
+      // not FastCGI (nor uwsgi, nor HTTP: no request line begins with 0x01), however the reads came
+      for (size_t piece : {0, 1, 7})
+        if (std::string h = replay_http(recs, piece); !h.empty()) fail("transactions of a stream that is no request", h);
+    }
   }
   return 0;
 }

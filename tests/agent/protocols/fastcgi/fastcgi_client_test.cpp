@@ -176,6 +176,7 @@ TEST(FcgiSplice, ReplacementAcrossTwoIovecsIsNotMade) {
 TEST(FcgiRequestRecognition, BeginRequestOnly) {
   EXPECT_TRUE(fcgi::looks_like_request(kProgram.data(), 24));
   EXPECT_FALSE(fcgi::looks_like_request(kProgram.data(), 7));
+  EXPECT_TRUE(fcgi::looks_like_request(kProgram.data(), 8));  // a first write of the header alone
   EXPECT_FALSE(fcgi::looks_like_request("GET / HTTP/1.1\r\nHost: a\r\n", 24));
   std::string bad = kProgram;
   bad[12] = 1;  // a reserved byte of the body

@@ -65,8 +65,10 @@ class FcgiConnTest : public ::testing::Test {
 
 TEST(FcgiRecords, FirstBytesOfABeginRequestAreRecognisedByteByByte) {
   std::string b = begin(1) + params(1, {{"A", "b"}});
-  for (size_t n = 0; n < 8; ++n) EXPECT_EQ(fcgi::looks_like_begin(b.data(), n), 0) << n;
-  EXPECT_EQ(fcgi::looks_like_begin(b.data(), b.size()), 1);
+  // decided with the role (10 bytes), so that it does not depend on the reads' sizes: a header read
+  // alone was taken although its body named no role, the same bytes in one read were not
+  for (size_t n = 0; n < 10; ++n) EXPECT_EQ(fcgi::looks_like_begin(b.data(), n), 0) << n;
+  for (size_t n = 10; n <= b.size(); ++n) EXPECT_EQ(fcgi::looks_like_begin(b.data(), n), 1) << n;
   EXPECT_EQ(fcgi::looks_like_begin("GET / HTTP/1.1\r\n", 16), -1);
   std::string v2 = b;
   v2[0] = 2;
