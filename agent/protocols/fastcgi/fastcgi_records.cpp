@@ -97,6 +97,19 @@ bool RecordReader::feed(const char* p, size_t n, Sink& sink) {
   return !dead_;
 }
 
+bool RecordReader::skip(size_t n, Sink& sink) {
+  if (dead_ || !in_record_ || n == 0 || n > content_left_ || (cur_.type != kStdin && cur_.type != kData))
+    return false;
+  content_left_ -= uint32_t(n);
+  total_ += n;
+  sink.on_skipped(cur_, n);
+  if (!dead_ && content_left_ == 0 && padding_left_ == 0) {
+    in_record_ = false;
+    sink.on_record_end(cur_);
+  }
+  return !dead_;
+}
+
 void NameValueReader::reset() {
   state_ = State::name_len;
   got_ = 0;

@@ -61,10 +61,17 @@ class RecordReader {
     virtual void on_header(const Header& h) = 0;
     virtual void on_content(const Header& h, const char* p, size_t n) = 0;
     virtual void on_record_end(const Header& h) = 0;
+    // n bytes of the current record's content went by unseen (skip()).
+    virtual void on_skipped(const Header& /*h*/, size_t /*n*/) {}
   };
   void reset();
   // False once the stream is not FastCGI (dead(): nothing more is read).
   bool feed(const char* p, size_t n, Sink& sink);
+  // Content the caller cannot see — nginx sends a request body it buffered in a file with sendfile(),
+  // the record's header and padding by write() around it: n bytes of the current STDIN or DATA record's
+  // content, counted and not read. False (nothing done) unless such a record's header was read and n
+  // fits in what is left of its content.
+  bool skip(size_t n, Sink& sink);
   bool dead() const { return dead_; }
   // Between records (nothing of a record read yet).
   bool at_boundary() const { return have_ == 0 && !in_record_; }

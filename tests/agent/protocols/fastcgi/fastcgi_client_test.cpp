@@ -365,3 +365,39 @@ TEST_F(FcgiClientTest, ConnectionEndClosesTheRowWithAnError) {
   EXPECT_EQ(call_row(f)->error, "connection closed by the server before the reply ended");
   EXPECT_FALSE(call_row(f)->open);
 }
+
+// nginx sends a request body it buffered in a file with sendfile(): the STDIN record's header and
+// padding by write(), its content unseen. The row counts it, and the stream is still followed.
+TEST_F(FcgiClientTest, BodySentWithSendfileIsCountedAndTheRowEnds) {
+  const std::string body(40000, 'b');
+  const std::string rec = record(fcgi::kStdin, 1, body, 0);  // header(8) + content
+  std::string head = begin(1) + params(1, nginx_params("POST", "/upload")) + rec.substr(0, fcgi::kHeaderLen);
+  write_all(*client, head, 1 << 20);
+  EXPECT_FALSE(client->on_sent_opaque(40001));  // more than the record holds: not taken, nothing counted
+  EXPECT_TRUE(client->on_sent_opaque(32768));
+  EXPECT_TRUE(client->on_sent_opaque(7232));
+  EXPECT_FALSE(client->on_sent_opaque(1));  // past the record: STDIN's end record comes by write()
+  std::string tail = stdin_(1, "");
+  write_all(*client, tail, 1 << 20);
+  std::string answer = stdout_(1, "Status: 201 Created\r\n\r\n") + end(1);
+  client->on_received(answer.data(), answer.size());
+  EXPECT_FALSE(client->stopped());
+  const Transaction& f = end_front();
+  const Step* row = call_row(f);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->bytes_written, 40000u);
+  EXPECT_EQ(row->status, 201);
+  EXPECT_TRUE(row->error.empty()) << row->error;
+  EXPECT_EQ(counters().streams_unparsed.load(), 0u);
+}
+
+// Bytes sent unseen anywhere else (inside PARAMS, between records) cannot be followed.
+TEST_F(FcgiClientTest, UnseenBytesOutsideABodyAreNotTaken) {
+  std::string head = begin(1) + params(1, nginx_params("GET", "/x")).substr(0, 12);
+  write_all(*client, head, 1 << 20);
+  EXPECT_FALSE(client->on_sent_opaque(4));
+  std::string rest = params(1, nginx_params("GET", "/x")).substr(12) + stdin_(1, "");
+  write_all(*client, rest, 1 << 20);
+  EXPECT_FALSE(client->on_sent_opaque(8));  // between records
+  EXPECT_FALSE(client->stopped());  // refusing is the dispatch's cue to let go; the client itself is sound
+}
