@@ -59,6 +59,7 @@ error_log {dir}/nginx-error.log warn;
 events {{ worker_connections 1024; }}
 http {{
   access_log off;
+  sendfile on;
   client_body_temp_path {dir}/client_body;
   proxy_temp_path {dir}/proxy;
   fastcgi_temp_path {dir}/fastcgi;
@@ -77,6 +78,12 @@ http {{
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME {dir}/www/cache.php;
       fastcgi_param SCRIPT_NAME /cache.php;
+      fastcgi_pass {upstream};
+    }}
+    location /p/ {{
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME {dir}/www/upload.php;
+      fastcgi_param SCRIPT_NAME /upload.php;
       fastcgi_pass {upstream};
     }}
   }}
@@ -133,6 +140,16 @@ PM = {
     "ondemand": "pm = ondemand\npm.max_children = 3\npm.process_idle_timeout = 1s",
     "recycled": "pm = static\npm.max_children = 3\npm.max_requests = 7",
 }
+
+
+UPLOAD_PHP = "<?php echo 'post ' . basename($_SERVER['REQUEST_URI']) . ' ' . strlen(file_get_contents('php://input'));\n"
+POSTS = 24
+
+
+def post_body(i):
+    # the last one is past nginx's client_body_buffer_size: buffered in a file, and with `sendfile on` (as in
+    # Debian's nginx.conf) sent to php-fpm as STDIN records whose content goes by sendfile
+    return b"%d:" % i + b"p" * (97 * i if i < POSTS - 1 else 200000)
 
 
 def drive(port, ids, prefix="/r/", connections=CONNECTIONS):
@@ -222,7 +239,7 @@ class PhpFpm(TxrayTestCase):
     def tearDownClass(cls):
         cls.pg.stop()
 
-    def run_case(self, pm, unix, rounds=1, page="index", servers=None, php_extra=None):
+    def run_case(self, pm, unix, rounds=1, page="index", servers=None, php_extra=None, posts=False):
         """nginx + php-fpm (+ the back-end) under the agent; `rounds` rounds of REQUESTS requests to `page`,
         each round after the workers of the one before were all gone (ondemand's idle kill). Returns
         (db, {round: request ids})."""
@@ -245,6 +262,8 @@ class PhpFpm(TxrayTestCase):
             wait_port(back)
             with open(os.path.join(d, "www", "index.php"), "w") as f:
                 f.write(PHP.replace("{pg_port}", str(self.pg.port)).replace("{back}", str(back)))
+            with open(os.path.join(d, "www", "upload.php"), "w") as f:
+                f.write(UPLOAD_PHP)
             if servers:
                 with open(os.path.join(d, "www", "cache.php"), "w") as f:
                     f.write(CACHE_PHP.replace("{redis_port}", str(servers["redis"])).replace(
@@ -276,6 +295,10 @@ class PhpFpm(TxrayTestCase):
                 total = (k + 1) * REQUESTS
                 wait_for(lambda: count_transactions(col.db, "php", f"GET {prefix}%") >= total, 30,
                          what=f"the {total} PHP transactions while php-fpm runs")
+            if posts:
+                self.post_all(port)
+                wait_for(lambda: count_transactions(col.db, "php", "POST /p/%") >= POSTS, 30,
+                         what=f"the {POSTS} PHP POST transactions while php-fpm runs")
             # graceful stops: nginx's workers exit and their agents send what they hold
             nginx.send_signal(signal.SIGQUIT)
             self.assertEqual(nginx.wait(timeout=30), 0)
@@ -284,11 +307,43 @@ class PhpFpm(TxrayTestCase):
             flog.close()
             # nginx and PHP: one per request each; the back-end: two per request of index.php
             n = rounds * REQUESTS
-            wait_for(lambda: count_transactions(col.db) >= (4 if page == "index" else 2) * n, 30,
-                     what="every transaction")
+            wait_for(lambda: count_transactions(col.db) >= (4 if page == "index" else 2) * n + (2 * POSTS if posts else 0),
+                     30, what="every transaction")
             bproc.send_signal(signal.SIGTERM)
             bproc.wait(timeout=10)
         return col.db, ids
+
+    def post_all(self, port):
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            for i in range(POSTS):
+                conn.request("POST", f"/p/{i}", body=post_body(i), headers={"Content-Type": "text/plain"})
+                r = conn.getresponse()
+                self.assertEqual((r.status, r.read().decode()), (200, f"post {i} {len(post_body(i))}"))
+        finally:
+            conn.close()
+
+    def check_posts(self, db):
+        """POST /p/<i>: the body's exact size on both sides (STDIN content), the rows linked, none given up."""
+        txs = [t for t in show_json(db, "--last", "100000") if t.get("name", "").startswith("POST /p/")]
+        nginx = [t for t in txs if t["app"] == "nginx"]
+        php = {t["txid"]: t for t in txs if t["app"] == "php"}
+        self.assertEqual(sorted(t["name"] for t in nginx), sorted(f"POST /p/{i}" for i in range(POSTS)))
+        self.assertEqual(sorted(t["name"] for t in php.values()), sorted(f"POST /p/{i}" for i in range(POSTS)))
+        for t in nginx:
+            size = len(post_body(int(t["name"].rsplit("/", 1)[1])))
+            calls = [s for s in t["steps"] if s["kind"] == "HTTP_CALL"]
+            self.assertEqual(len(calls), 1, calls)
+            call = calls[0]
+            self.assertEqual(attr(call, "method"), "POST", call)
+            self.assertFalse(call.get("error"), call)
+            self.assertEqual(call.get("status"), 200, call)
+            self.assertEqual(call["bytes_written"], size, call)
+            callee = php.get(call.get("callee_txid"))
+            self.assertIsNotNone(callee, call)
+            self.assertEqual(callee["name"], t["name"])
+            self.assertEqual(callee["bytes_read"], size)
 
     def transactions(self, db, n, prefix):
         txs = [t for t in show_json(db, "--last", str(20 * n)) if t.get("kind") != "unattributed"]
@@ -358,12 +413,14 @@ class PhpFpm(TxrayTestCase):
         return php
 
     def test_static_unix_socket(self):
-        db, _ = self.run_case("static", unix=True)
+        db, _ = self.run_case("static", unix=True, posts=True)
         self.check(db, REQUESTS, "static", True)
+        self.check_posts(db)
 
     def test_dynamic_tcp(self):
-        db, _ = self.run_case("dynamic", unix=False)
+        db, _ = self.run_case("dynamic", unix=False, posts=True)
         self.check(db, REQUESTS, "dynamic", False)
+        self.check_posts(db)
 
     def test_ondemand_unix_socket(self):
         db, ids = self.run_case("ondemand", unix=True, rounds=2)
