@@ -183,7 +183,16 @@ bool takes_secret(std::string_view name) {
 }
 }  // namespace
 
-void append_args(const Policy& p, const std::vector<std::string_view>& args, std::string& out) {
+namespace {
+bool starts_with(std::string_view s, std::string_view w) { return s.size() >= w.size() && s.substr(0, w.size()) == w; }
+}  // namespace
+
+void append_args(const Policy& p, const std::vector<std::string_view>& args, std::string& out,
+                 std::string_view program) {
+  if (size_t slash = program.rfind('/'); slash != std::string_view::npos) program.remove_prefix(slash + 1);
+  // redis-cli -a PW (also redis-benchmark, valkey-cli…); mysql -pPW (its password glued to the flag)
+  const bool redis = starts_with(program, "redis-") || starts_with(program, "valkey-") || starts_with(program, "keydb-");
+  const bool mysql = starts_with(program, "mysql") || starts_with(program, "mariadb");
   enum class Next { plain, secret, user } next = Next::plain;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view a = args[i];
@@ -207,6 +216,11 @@ void append_args(const Policy& p, const std::vector<std::string_view>& args, std
       out.append(a.substr(0, colon)).append(":?");
     } else if (a.find("://") != std::string_view::npos) {
       append_url(p, a, out);
+    } else if (redis && a == "-a") {
+      out.append(a);
+      next = Next::secret;
+    } else if (mysql && a.size() > 2 && a[0] == '-' && a[1] == 'p') {
+      out.append("-p?");
     } else if (a.size() > 1 && a[0] == '-') {
       std::string_view opt = a.substr(a[1] == '-' ? 2 : 1);
       size_t eq = opt.find('=');

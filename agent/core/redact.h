@@ -62,9 +62,11 @@ void append_url(const Policy& p, std::string_view url, std::string& out);
 // URLs as append_url; "--password=x" and the argument after "--password" (any option whose name looks
 // like a credential: password, passwd, pwd, secret, token, key, auth, credential) -> "?"; a header
 // ("-H 'Authorization: Bearer x'", or such an argument alone) -> "Authorization: ?", raw or not; "-u user:pass"
-// and "--user user:pass" -> "user:?". Process-mode transactions are named after the command line,
-// and every batch carries it.
-void append_args(const Policy& p, const std::vector<std::string_view>& args, std::string& out);
+// and "--user user:pass" -> "user:?". Two clients' own short forms, by the program's name: Redis's
+// (redis-cli, redis-benchmark…: "-a PW") and MySQL/MariaDB's (mysql, mysqldump, mariadb…: "-pPW").
+// Process-mode transactions are named after the command line, and every batch carries it.
+void append_args(const Policy& p, const std::vector<std::string_view>& args, std::string& out,
+                 std::string_view program = {});
 
 // Whether an option or parameter name looks like a credential's (case-insensitive substring).
 bool credential_name(std::string_view name);

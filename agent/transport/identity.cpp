@@ -74,7 +74,7 @@ Identity read_identity() {
   std::string rest;
   if (!rest_args.empty()) {
     rest.push_back(' ');
-    redact::append_args(redact::policy(), rest_args, rest);
+    redact::append_args(redact::policy(), rest_args, rest, argv0);
   }
   id.command_line = (argv0 + rest).substr(0, kMaxCommandLine);
   id.argv_name = (basename_of(argv0) + rest).substr(0, 200);

@@ -99,9 +99,9 @@ TEST(Redact, Urls) {
   EXPECT_EQ(out, "x#y://z");
 }
 
-std::string args(const redact::Policy& p, std::vector<std::string_view> a) {
+std::string args(const redact::Policy& p, std::vector<std::string_view> a, std::string_view program = {}) {
   std::string out;
-  redact::append_args(p, a, out);
+  redact::append_args(p, a, out, program);
   return out;
 }
 
@@ -120,6 +120,20 @@ TEST(Redact, CommandLineArguments) {
   redact::Policy raw = redact::parse("raw", nullptr, nullptr, nullptr);
   EXPECT_EQ(args(raw, {"--password", "PW", "http://bob:PW@h/?k=v", "-H", "Cookie: c=1"}),
             "--password PW http://bob:PW@h/?k=v -H Cookie: ?");  // headers never, raw or not
+}
+
+// Clients whose password flag is a short one of their own.
+TEST(Redact, RedisAndMysqlPasswordFlags) {
+  redact::Policy p;
+  EXPECT_EQ(args(p, {"-h", "db", "-a", "PW", "GET", "k"}, "/usr/bin/redis-cli"), "-h db -a ? GET k");
+  EXPECT_EQ(args(p, {"-a", "PW", "-P", "16"}, "redis-benchmark"), "-a ? -P 16");
+  EXPECT_EQ(args(p, {"-u", "redis://bob:PW@h:6379/0"}, "redis-cli"), "-u redis://bob:?@h:6379/0");
+  EXPECT_EQ(args(p, {"-uroot", "-pPW", "-p", "shop"}, "mysql"), "-uroot -p? -p shop");  // -p alone prompts
+  EXPECT_EQ(args(p, {"-pPW", "db"}, "/usr/bin/mariadb-dump"), "-p? db");
+  EXPECT_EQ(args(p, {"-a", "file"}, "tar"), "-a file");  // other programs' -a is no secret
+  EXPECT_EQ(args(p, {"-pPW"}, "ssh"), "-pPW");
+  redact::Policy raw = redact::parse("raw", nullptr, nullptr, nullptr);
+  EXPECT_EQ(args(raw, {"-a", "PW"}, "redis-cli"), "-a PW");
 }
 
 TEST(Redact, CredentialNames) {
