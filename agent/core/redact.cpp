@@ -212,10 +212,10 @@ void append_args(const Policy& p, const std::vector<std::string_view>& args, std
     next = Next::plain;
     if (now == Next::secret) {
       out.append("?");
+    } else if (a.find("://") != std::string_view::npos) {  // also after -u: redis-cli -u redis://user:pw@h
+      append_url(p, a, out);
     } else if (now == Next::user && colon != std::string_view::npos) {
       out.append(a.substr(0, colon)).append(":?");
-    } else if (a.find("://") != std::string_view::npos) {
-      append_url(p, a, out);
     } else if (redis && a == "-a") {
       out.append(a);
       next = Next::secret;
