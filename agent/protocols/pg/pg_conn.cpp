@@ -45,12 +45,10 @@ void PgConn::on_received(const char* p, size_t n) {
 
 // The counters a row opens or closes with: the stream's positions at this message (its first byte, when
 // it opens a row), not the socket's, which already count the rest of the program's call.
-const FdSlot* PgConn::bytes_here(bool at_message_start) {
+sql::StreamPos PgConn::bytes_here(bool at_message_start) const {
   uint64_t w = front_.pos(), r = back_.pos();
   if (in_front_ && at_message_start) w -= std::min(w, front_.last_size());
-  mark_.bytes_written.store(w, std::memory_order_relaxed);
-  mark_.bytes_read.store(r, std::memory_order_relaxed);
-  return &mark_;
+  return {r, w};
 }
 
 void PgConn::on_end(std::string_view why) { close_all(why); }
@@ -149,12 +147,13 @@ void PgConn::finish_unit_slow() {
   else close_row(row, gen);
 }
 
+// The names are read only while the unit has a row (stmt) and is bound (portal): they are left as they
+// are otherwise, and written only when they change (most drivers repeat the same ones).
 void PgConn::start_unit(int row, uint32_t gen, std::string_view stmt) {
   unit_.row = row;
   unit_.gen = gen;
   unit_.bound = false;
-  unit_.stmt.assign(stmt);
-  unit_.portal.clear();
+  if (unit_.stmt != stmt) unit_.stmt.assign(stmt);
   unit_.last_seq = 0;
 }
 
@@ -162,8 +161,6 @@ void PgConn::clear_unit() {
   unit_.row = -1;
   unit_.gen = 0;
   unit_.bound = false;
-  unit_.stmt.clear();
-  unit_.portal.clear();
   unit_.last_seq = 0;
 }
 
@@ -189,14 +186,16 @@ const sql::StatementText* PgConn::find_portal(std::string_view name) const {
   return it == portals_.end() ? nullptr : &it->second;
 }
 
-void PgConn::put_portal(std::string_view name, sql::StatementText t) {
+void PgConn::put_portal(std::string_view name, const sql::StatementText& t) {
   if (name.empty()) {
-    unnamed_portal_ = std::move(t);
+    // The same statement bound again (the usual case): the text it holds is already this one.
+    if (!have_unnamed_portal_ || unnamed_portal_.text.view().data() != t.text.view().data()) unnamed_portal_ = t;
+    unnamed_portal_.fingerprint = t.fingerprint;
     have_unnamed_portal_ = true;
     return;
   }
   if (portals_.size() >= kMaxPortals && !portals_.count(std::string(name))) portals_.clear();
-  portals_[std::string(name)] = std::move(t);
+  portals_[std::string(name)] = t;
 }
 
 void PgConn::pop() {
@@ -241,10 +240,20 @@ void PgConn::put_statement(std::string_view name, sql::StatementText t, std::vec
 std::string_view PgConn::format_params(const BindMsg& b, const std::vector<uint32_t>* oids) {
   const sql::Settings& cfg = sql::settings();
   std::string& out = params_;
+  if (cfg.mode == sql::TextMode::off || b.total <= 0) return {};
+  bool raw = cfg.mode == sql::TextMode::raw;
+  // Masked, a Bind's text is only its parameters' kinds: the same as the last Bind's most of the time
+  // (the same statement executed again), kept with its signature (2 bits a parameter, up to 24 of them).
+  uint64_t sig = 0;
+  if (!raw && b.params.size() <= 24 && size_t(b.total) == b.params.size()) {
+    sig = uint64_t(b.total) << 49 | 1;
+    for (size_t i = 0; i < b.params.size(); ++i)
+      sig |= uint64_t(b.params[i].null ? 1 : b.params[i].binary ? 2 : 3) << (2 * i + 1);
+    if (sig == params_sig_) return out;
+  }
+  params_sig_ = sig;
   if (out.capacity() > 16384) std::string().swap(out);  // a raw mode with long values: not kept for good
   out.clear();
-  if (cfg.mode == sql::TextMode::off || b.total <= 0) return out;
-  bool raw = cfg.mode == sql::TextMode::raw;
   std::string& t = value_scratch_;
   for (size_t i = 0; i < b.params.size() && i < size_t(sql::BindList::kMaxRecorded); ++i) {
     const BindParam& p = b.params[i];
@@ -420,7 +429,7 @@ bool PgConn::bind(const Message& m) {
   }
   if (unit_.row >= 0) {
     unit_.bound = true;
-    unit_.portal.assign(b.portal);
+    if (unit_.portal != b.portal) unit_.portal.assign(b.portal);
     unit_.last_seq = seq;
     op->row = unit_.row;
     op->gen = unit_.gen;

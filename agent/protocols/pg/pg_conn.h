@@ -108,8 +108,9 @@ class PgConn final : public WireClient {
     uint64_t last_seq = 0;  // the op whose reply closes the row if no Execute comes
   };
 
-  bool on_front(const Message& m);
-  bool on_back(const Message& m);
+  // Inlined into the framer's loop: a read or write of many messages pays one call, not one a message.
+  __attribute__((always_inline)) inline bool on_front(const Message& m);
+  __attribute__((always_inline)) inline bool on_back(const Message& m);
   __attribute__((noinline)) bool on_front_rest(const Message& m);
   __attribute__((noinline)) bool on_back_rest(const Message& m);
   bool startup(const Message& m);
@@ -126,7 +127,7 @@ class PgConn final : public WireClient {
   const Stmt* find_stmt(std::string_view name);
   void forget_stmt(std::string_view name);
   const sql::StatementText* find_portal(std::string_view name) const;
-  void put_portal(std::string_view name, sql::StatementText t);
+  void put_portal(std::string_view name, const sql::StatementText& t);
 
   // The op the server owes next for a message written now; nullptr when too many are owed (stopped).
   Op* push(OpKind k, bool closes = false) {
@@ -152,14 +153,13 @@ class PgConn final : public WireClient {
   // Into params_ (its capacity kept from one Bind to the next).
   std::string_view format_params(const BindMsg& b, const std::vector<uint32_t>* oids);
   bool stop();
-  const FdSlot* bytes_here(bool at_message_start);
+  sql::StreamPos bytes_here(bool at_message_start) const;
 
   WireEnv env_;
   TxSource tx_of_;
   ReqRef no_owner_;
   Framer front_{Side::frontend}, back_{Side::backend};
   bool in_front_ = false;  // inside on_sent's messages (else on_received's)
-  FdSlot mark_;            // the stream's byte positions handed to the row helpers as counters
   bool stopped_ = false, tls_ = false;
   bool awaiting_answer_ = false;  // an SSLRequest / GSSENCRequest was written
   bool skipping_ = false;  // an error with no Sync written yet: the server ignores messages until one
@@ -229,6 +229,7 @@ class PgConn final : public WireClient {
   ParseMsg parse_scratch_;
   BindMsg bind_scratch_;
   std::string params_, value_scratch_;
+  uint64_t params_sig_ = 0;  // what params_ holds, when it is a masked text (format_params); 0: nothing kept
 };
 
 }  // namespace txray::pg

@@ -589,6 +589,30 @@ TEST_F(PgClientTest, PipelineErrorSkipsToSync) {
             "SQL SELECT ? | params=- rows=-1 changes=-1 error=not run: an earlier statement failed sqlstate=-\n");
 }
 
+TEST_F(PgClientTest, EachBindShowsItsOwnParameterKinds) {
+  // The masked params text is kept from one Bind to the next while the kinds stay the same: a Bind whose
+  // kinds differ (a NULL now, one parameter more) shows its own.
+  Transaction* t = begin();
+  auto c = conn();
+  sent(*c, startup("app", "shop"));
+  received(*c, kAuthOk + kReady);
+  sent(*c, parse_msg("s", "SELECT * FROM t WHERE a = $1 OR b = $2") + kSync);
+  received(*c, msg('1', "") + kReady);
+  std::string null_bind = msg('B', cstr("") + cstr("s") + be16s(0) + be16s(2) + be32s(1) + "x" + be32s(0xffffffff) + be16s(0));
+  std::string one_bind = msg('B', cstr("") + cstr("s") + be16s(0) + be16s(1) + be32s(1) + "x" + be16s(0));
+  for (const std::string& b : {bind_text("", "s", {"1", "2"}), null_bind, bind_text("", "s", {"3", "4"}), one_bind}) {
+    sent(*c, b + execute_msg() + kSync);
+    received(*c, msg('2', "") + complete_msg("SELECT 0") + kReady);
+  }
+  EXPECT_EQ(describe(end(t)),
+            "CONNECT postgresql://app@127.0.0.1:5432/shop | db=shop user=app host=127.0.0.1 port=5432\n"
+            "SQL PREPARE s AS SELECT * FROM t WHERE a = $1 OR b = $2 | params=- rows=-1 changes=-1\n"
+            "SQL SELECT * FROM t WHERE a = $1 OR b = $2 | params=text, text rows=0 changes=-1\n"
+            "SQL SELECT * FROM t WHERE a = $1 OR b = $2 | params=text, null rows=0 changes=-1\n"
+            "SQL SELECT * FROM t WHERE a = $1 OR b = $2 | params=text, text rows=0 changes=-1\n"
+            "SQL SELECT * FROM t WHERE a = $1 OR b = $2 | params=text rows=0 changes=-1\n");
+}
+
 TEST_F(PgClientTest, RowBytesAreTheStatementsOwnStretchOfTheStream) {
   Transaction* t = begin();
   auto c = conn();
