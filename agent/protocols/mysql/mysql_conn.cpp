@@ -145,26 +145,26 @@ void Conn::open_row(Row& r, bool nested_ok) {
 
 void Conn::close_row(Row& r, std::string_view error) {
   if (!r.step) return;
-  if (rec::usable(r.step)) {
-    if (!error.empty() && !r.failed) {
-      rec::set_error(r.step, error);
-      rec::mark_failed(r.step.tx, error);
-    }
-    // The counters hold the whole of the current read or write; the bytes after the packet that closes
-    // the row are the next statement's.
-    uint64_t rd = slot_ ? slot_->bytes_read.load(std::memory_order_relaxed) : 0;
-    uint64_t wr = slot_ ? slot_->bytes_written.load(std::memory_order_relaxed) : 0;
-    rd = rd >= from_server_.ahead() ? rd - from_server_.ahead() : 0;
-    wr = wr >= from_client_.ahead() ? wr - from_client_.ahead() : 0;
-    if (rd >= r.read0 && wr >= r.written0 && (rd > r.read0 || wr > r.written0))
-      rec::add_bytes(r.step, rd - r.read0, wr - r.written0);
-    rec::SqlRow row{.text = &r.text,
-                    .fingerprint = r.fingerprint,
-                    .binds = r.binds.empty() ? nullptr : &r.binds,
-                    .rows = r.rows,
-                    .changes = r.changes};
-    rec::close_sql(r.step, row);
+  if (!error.empty() && !r.failed && rec::usable(r.step)) {
+    rec::set_error(r.step, error);
+    rec::mark_failed(r.step.tx, error);
   }
+  // The counters hold the whole of the current read or write; the bytes after the packet that closes
+  // the row are the next statement's.
+  uint64_t rd = slot_ ? slot_->bytes_read.load(std::memory_order_relaxed) : 0;
+  uint64_t wr = slot_ ? slot_->bytes_written.load(std::memory_order_relaxed) : 0;
+  rd = rd >= from_server_.ahead() ? rd - from_server_.ahead() : 0;
+  wr = wr >= from_client_.ahead() ? wr - from_client_.ahead() : 0;
+  bool counted = rd >= r.read0 && wr >= r.written0;
+  // The bytes go in with the rest, in the one recorder entry that closes the row (a stale ref: none).
+  rec::SqlRow row{.text = &r.text,
+                  .fingerprint = r.fingerprint,
+                  .binds = r.binds.empty() ? nullptr : &r.binds,
+                  .rows = r.rows,
+                  .changes = r.changes,
+                  .bytes_read = counted ? rd - r.read0 : 0,
+                  .bytes_written = counted ? wr - r.written0 : 0};
+  rec::close_sql(r.step, row);
   r = Row{};
 }
 
