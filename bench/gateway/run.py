@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
 BUILD = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else "build")
 os.environ.setdefault("TXRAY_BUILD_DIR", BUILD)
+import nginxconf  # noqa: E402
 from txraytest import Collector, agent_env, bare_env, free_port, wait_for, wait_port  # noqa: E402
 
 N = int(os.environ.get("N", "20000"))
@@ -39,21 +40,8 @@ UWSGI = "/usr/bin/uwsgi"
 AB = "/usr/bin/ab"
 TICK = os.sysconf("SC_CLK_TCK")
 
-NGINX_CONF = """\
-user root;
-worker_processes 1;
-daemon off;
-master_process on;
-pid {dir}/nginx.pid;
-error_log {dir}/nginx-error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}/client_body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
+# inside nginx's http block (tests/e2e/nginxconf.py has the rest)
+NGINX_HTTP = """\
   server {{
     listen 127.0.0.1:{port};
     keepalive_requests 1000000;
@@ -61,7 +49,6 @@ http {{
 {location}
     }}
   }}
-}}
 """
 FASTCGI_LOCATION = """\
       include /etc/nginx/fastcgi_params;
@@ -123,7 +110,7 @@ def one_run(case, traced, col, tmp):
     port = free_port()
     loc = (FASTCGI_LOCATION if case == "fastcgi" else UWSGI_LOCATION).format(dir=d)
     with open(os.path.join(d, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(dir=d, port=port, location=loc))
+        f.write(nginxconf.conf(d, NGINX_HTTP.format(port=port, location=loc), workers=1))
     env = (lambda app: agent_env(col.endpoint, app=app)) if traced else (lambda app: bare_env())
     if case == "fastcgi":
         with open(os.path.join(d, "index.php"), "w") as f:

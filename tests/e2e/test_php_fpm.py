@@ -36,6 +36,7 @@ import subprocess
 import unittest
 
 import mariadbserver
+import nginxconf
 import pgserver
 from attribution import ATTR
 from txraytest import (PYTHON, Collector, TxrayTestCase, get_all, agent_env, bare_env, count_transactions,
@@ -49,22 +50,9 @@ PHP_PDO_MYSQL_INI = "/etc/php/8.2/fpm/conf.d/20-pdo_mysql.ini"
 REQUESTS = 240
 CONNECTIONS = 8
 
-NGINX_CONF = """\
-user root;
-worker_processes 2;
-daemon off;
-master_process on;
-pid {dir}/nginx.pid;
-error_log {dir}/nginx-error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
+# inside nginx's http block (nginxconf.py has the rest)
+NGINX_HTTP = """\
   sendfile on;
-  client_body_temp_path {dir}/client_body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
   server {{
     listen 127.0.0.1:{port};
     root {dir}/www;
@@ -87,7 +75,6 @@ http {{
       fastcgi_pass {upstream};
     }}
   }}
-}}
 """
 
 FPM_CONF = """\
@@ -250,7 +237,7 @@ class PhpFpm(TxrayTestCase):
         upstream = f"unix:{listen}" if unix else listen
         prefix = "/r/" if page == "index" else "/c/"
         with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(NGINX_CONF.format(dir=d, port=port, upstream=upstream))
+            f.write(nginxconf.conf(d, NGINX_HTTP.format(dir=d, port=port, upstream=upstream)))
         with open(os.path.join(d, "fpm.conf"), "w") as f:
             f.write(FPM_CONF.format(dir=d, listen=listen, pm=PM[pm]))
         ids = {}

@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import unittest
 
+import nginxconf
 from attribution import ATTR
 from txraytest import PYTHON, Collector, TxrayTestCase, agent_env, free_port, get_all, show_json, wait_for, wait_port
 
@@ -37,22 +38,9 @@ def post_body(i):
     # the last one is past nginx's client_body_buffer_size: buffered in a file, sent to uWSGI by sendfile
     return b"%d:" % i + b"p" * (97 * i if i < POSTS - 1 else 200000)
 
-NGINX_CONF = """\
-user root;
-worker_processes 2;
-daemon off;
-master_process on;
-pid {dir}/nginx.pid;
-error_log {dir}/nginx-error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
+# inside nginx's http block (nginxconf.py has the rest)
+NGINX_HTTP = """\
   sendfile on;
-  client_body_temp_path {dir}/client_body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
   server {{
     listen 127.0.0.1:{port};
     location / {{
@@ -60,7 +48,6 @@ http {{
       uwsgi_pass {upstream};
     }}
   }}
-}}
 """
 
 APP = """\
@@ -117,7 +104,7 @@ class Uwsgi(TxrayTestCase):
         listen = os.path.join(d, "uwsgi.sock") if unix else f"127.0.0.1:{free_port()}"
         upstream = f"unix:{listen}" if unix else listen
         with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(NGINX_CONF.format(dir=d, port=port, upstream=upstream))
+            f.write(nginxconf.conf(d, NGINX_HTTP.format(port=port, upstream=upstream)))
         with open(os.path.join(d, "app.py"), "w") as f:
             f.write(APP)
         with Collector(d) as col:
