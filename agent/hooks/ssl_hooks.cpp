@@ -165,7 +165,8 @@ void classify(TlsConn* c, SSL* ssl, const void* buf, size_t n, bool read) {
   if (!c->server) {
     auto get_fd = TXRAY_REAL(SSL_get_fd, kSsl);
     int fd = get_fd ? get_fd(ssl) : -1;
-    if (fd >= 0 && txray::http_out::tls_wire(fd)) {
+    if (fd >= 0 && (txray::http_out::tls_wire(fd) ||
+                    txray::http_out::tls_first_plaintext(fd, static_cast<const char*>(buf), n))) {
       c->wire_fd = fd;
       c->tracker.make_opaque();
       return;

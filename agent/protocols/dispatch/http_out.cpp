@@ -802,6 +802,27 @@ bool tls_wire(int fd) {
   return b && c->wire_active && c->wire_tls;
 }
 
+bool tls_first_plaintext(int fd, const char* p, size_t n) {
+  FdSlot* s = fds::peek(fd);
+  if (!s || s->kind.load(std::memory_order_relaxed) != FdKind::outbound || s->quiet) return false;
+  HttpClientConn* c = s->client.load(std::memory_order_acquire);
+  Busy b(c);
+  if (!b || c->wire_active || c->library || c->h2_active || inside_sql_library()) return false;
+  const size_t k = n < 24 ? n : 24;
+  WireClient* w;
+  if (redis::looks_like_command(p, k)) w = redis::make_client(wire_env(s, c));
+  else if (memcached::looks_like_command(p, k)) w = memcached::make_client(wire_env(s, c));
+  else return false;
+  int saved = errno;
+  start_wire(c, w);
+  if (c->wire_active) {
+    c->wire_tls = c->tls_fed = true;  // the socket's records are never fed, the plaintext always
+    s->http_live.store(true, std::memory_order_relaxed);  // its close ends the client's rows
+  }
+  errno = saved;
+  return c->wire_active;
+}
+
 bool tls_plaintext(int fd, bool sent, const char* p, size_t n) {
   FdSlot* s;
   HttpClientConn* c = followed_conn(fd, &s);

@@ -101,6 +101,11 @@ void on_receivedv(FdSlot* s, const iovec* iov, int cnt, size_t n);
 // such client (the SSL hooks follow the connection as HTTPS themselves).
 bool tls_wire(int fd);
 bool tls_plaintext(int fd, bool sent, const char* p, size_t n);
+// A connection that was TLS from its first byte (redis-py with ssl=True, a Redis or memcached client on
+// a TLS port): the first plaintext the program writes through libssl picks the wire client a first write
+// on a plain socket would (Redis, memcached), fed the plaintext only from then on (tls_plaintext). False:
+// not such a protocol, or the socket is not an outbound one the agent follows.
+bool tls_first_plaintext(int fd, const char* p, size_t n);
 
 // The peer ended the stream (read returned 0) / the program closes the socket: ends its calls.
 void on_eof(FdSlot* s);
