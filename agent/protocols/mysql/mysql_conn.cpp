@@ -345,8 +345,8 @@ bool Conn::client_packet(const Packet& p) {
 bool Conn::command_packet(const Packet& p) {
   if (p.seq != 0 || !cur_active_ || p.head.empty()) return stop();
   cur_active_ = false;
-  Command c = std::move(cur_);
-  cur_ = Command{};
+  // Filled in place and moved into the queue once (client_begin makes cur_ new for the next command).
+  Command& c = cur_;
   std::string_view body = p.head.substr(1);
   const sql::TextMode mode = sql::settings().mode;
   switch (c.code) {
