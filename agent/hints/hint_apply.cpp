@@ -80,7 +80,7 @@ bool apply(const Message& m, char* reply, size_t cap) {
       return true;
     case 'B': {
       attr::set_hinted();
-      bool ok = board::attach(reply, cap, m.n);
+      bool ok = board::attach(reply, cap, m.n, m.list);
       put(reply, cap, ok ? "OK" : "NO");
       return ok;
     }

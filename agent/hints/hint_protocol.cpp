@@ -87,6 +87,11 @@ bool parse(const char* buf, size_t len, Message* m) {
       int64_t slots;
       if (!read_dec(p, end, 0xffffffffll, &slots) || slots == 0) return false;
       m->n = uint32_t(slots);
+      if (colon(p, end)) {
+        int64_t list;
+        if (!read_dec(p, end, 0xffffffffll, &list) || list == 0) return false;
+        m->list = uint32_t(list);
+      }
       return p == end;
     }
     case 'U':

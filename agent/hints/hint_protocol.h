@@ -10,8 +10,9 @@
 //   O<outfd>:<fd>:<token>   the next request written on outbound socket outfd belongs to that request
 //   C[<fd>:<token>]         capture that request (or the thread's) for another thread: reply a handle
 //   A<handle> / D<handle>   attach the capture on this thread / detach and release it
-//   B<slots>                the buffer written is this thread's hint board (hint_board.h): outbound
-//                           sockets' owners set by plain memory stores instead of O hints
+//   B<slots>[:<list>]       the buffer written is this thread's hint board (hint_board.h): outbound
+//                           sockets' owners set by plain memory stores instead of O hints; with list,
+//                           room for that many owners of the commands of one pipelined write
 //   U                       the board goes away
 //   S                       a shim will name outbound calls' spans: index requests by caller span
 //   S<parent>               a new span id for the request whose caller span is parent (span_owner.h)
@@ -36,6 +37,7 @@ struct Message {
   int32_t fd = -1;        // R E C: the inbound connection; O: the outbound socket
   int32_t req_fd = -1;    // O: the inbound connection
   uint32_t n = 0;         // R: the request's number on its connection (0 = the one in flight); B: slots
+  uint32_t list = 0;      // B: the owner list's entries (0: no list)
   uint64_t token = 0;     // E O C: the request's txid (0 = the one in flight); A D: the handle;
                           // S: the caller span (0: S alone)
 };

@@ -7,6 +7,7 @@
 
 #include "core/counters.h"
 #include "core/recorder.h"
+#include "hints/hint_board.h"
 #include "protocols/redis/cache_key.h"
 #include "protocols/redis/cache_row.h"
 #include "protocols/redis/resp.h"
@@ -142,8 +143,10 @@ class RedisClient final : public WireClient {
   }
 
   void feed_sent(const char* p, size_t n) {
+    take_owners();
     // One statement_tx() per write: a runtime names the request a write belongs to, and a pipeline is
-    // written in one go (the owner is consumed by its first command).
+    // written in one go (the owner is consumed by its first command) — unless the runtime listed an
+    // owner per command (hint_board.h: node-redis writes the commands of many requests at once).
     bool resolved = false;
     Transaction* tx = nullptr;
     while (n && !stopped_) {
@@ -157,15 +160,19 @@ class RedisClient final : public WireClient {
         return stop("not a RESP command");
       }
       if (ev == CommandReader::Ev::start) {
-        if (!resolved) {
-          tx = statement_tx_(env_.owner ? *env_.owner : no_owner_);
-          resolved = true;
-        }
         Pending e;
-        e.unopened = tx;
+        if (ReqRef listed; listed_owner(&listed)) {
+          e.unopened = statement_tx_(listed);
+        } else {
+          if (!resolved) {
+            tx = statement_tx_(env_.owner ? *env_.owner : no_owner_);
+            resolved = true;
+          }
+          e.unopened = tx;
+        }
         if (!q_.push(e)) {
           stop("pipeline deeper than the commands kept");
-          e.step = cacherow::open(tx, StepKind::REDIS);
+          e.step = cacherow::open(e.unopened, StepKind::REDIS);
           cacherow::close(e.step, 0, 0, "wire protocol not followed (pipeline deeper than the commands kept)");
           return;
         }
@@ -194,6 +201,8 @@ class RedisClient final : public WireClient {
     close_all(why.empty() ? std::string_view("connection closed before the reply") : why);
     cmd_.reset();
     resp_.reset();
+    started_ = 0;
+    owners_n_ = 0;
     subscribed_ = false;
     messages_ = 0;
     db_ = -1;
@@ -202,6 +211,36 @@ class RedisClient final : public WireClient {
   bool stopped() const override { return stopped_; }
 
  private:
+  // Owners the runtime listed for the next commands on this socket join those still kept when they
+  // follow them; else they replace them (the list's numbers say which command each names).
+  void take_owners() {
+    uint32_t first = 0;
+    size_t k = hint::board::listed(env_.slot, &first);
+    if (k == 0) return;
+    if (owners_n_ == 0 || owners_first_ + uint32_t(owners_n_) != first) {
+      owners_first_ = first;
+      owners_n_ = 0;
+    }
+    for (size_t i = 0; i < k && owners_n_ < kOwners; ++i, ++owners_n_)
+      owners_[(owners_first_ + uint32_t(owners_n_)) % kOwners] = hint::board::list_owner(i);
+    hint::board::list_taken();
+  }
+
+  // The listed owner of the command starting now (the started_-th on the connection), if one is listed
+  // for it; owners of commands before it are dropped.
+  bool listed_owner(ReqRef* out) {
+    uint32_t seq = started_++;
+    while (owners_n_ && int32_t(seq - owners_first_) > 0) {
+      ++owners_first_;
+      --owners_n_;
+    }
+    if (!owners_n_ || owners_first_ != seq) return false;
+    *out = owners_[owners_first_ % kOwners];
+    ++owners_first_;
+    --owners_n_;
+    return out->valid();
+  }
+
   // Rows of commands whose last byte did not come in their first write open now, with no text yet.
   void open_unopened() {
     for (size_t i = q_.size(); i-- > 0;) {
@@ -403,6 +442,12 @@ class RedisClient final : public WireClient {
     if (t.view() != text) t = text;
     return t;
   }
+
+  static constexpr size_t kOwners = 128;  // as many as the Node shim lists
+  ReqRef owners_[kOwners];  // listed owners of commands owners_first_, owners_first_ + 1…, a ring
+  uint32_t owners_first_ = 0;
+  size_t owners_n_ = 0;
+  uint32_t started_ = 0;  // commands started on the connection
 
   static constexpr size_t kTexts = 16;
   SharedText texts_[kTexts];

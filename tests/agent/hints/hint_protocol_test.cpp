@@ -26,9 +26,13 @@ TEST(HintProtocol, ParsesWhatTheShimsSendAndRejectsTheRest) {
   EXPECT_TRUE(hint::parse("B16384", 32, &m));
   EXPECT_EQ(m.op, 'B');
   EXPECT_EQ(m.n, 16384u);
+  EXPECT_EQ(m.list, 0u);
+  EXPECT_TRUE(hint::parse("B16384:256", 32, &m));
+  EXPECT_EQ(m.n, 16384u);
+  EXPECT_EQ(m.list, 256u);
   EXPECT_TRUE(hint::parse("U", 32, &m));
   for (const char* bad : {"", "X", "R", "R-1", "R99999999999", "E5:12", "O7:12", "A123", "Lx", "R5:", "O:1:0", "B",
-                          "B0", "B-1", "Ux"})
+                          "B0", "B-1", "B16:", "B16:0", "B16:x", "B:4", "Ux"})
     EXPECT_FALSE(hint::parse(bad, strlen(bad), &m)) << bad;
   char unterminated[4] = {'R', '1', '2', '3'};
   EXPECT_TRUE(hint::parse(unterminated, 4, &m));  // the length bounds the message

@@ -3,6 +3,7 @@
 // split at every offset, and the rows they leave.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/fd_table.h"
 #include "core/recorder.h"
 #include "core/transaction.h"
+#include "hints/hint_board.h"
 #include "protocols/redis/cache_key.h"
 #include "protocols/redis/redis_client.h"
 #include "redis_captures.h"
@@ -488,3 +490,69 @@ TEST(CacheKey, RawSetting) {
 }
 
 }  // namespace
+
+// A runtime's owner list (hints/hint_board.h): the commands of one write get an owner each, in order,
+// by their number on the connection; a list for another socket, or numbering other commands, names
+// nothing, and a command it does not name keeps the write's rules.
+TEST_F(RedisClientTest, ListedOwnersNameOneCommandEach) {
+  constexpr int kSock = 3777, kOther = 3778;
+  FdSlot* slot = fds::get(kSock);
+  ASSERT_TRUE(slot && fds::get(kOther));
+  alignas(8) static char board[hint::board::kHeader + 16 * 8 + hint::board::kListHeader + 8 * 8];
+  memset(board, 0, sizeof board);
+  ASSERT_FALSE(hint::board::attach(board, sizeof board - 8, 16, 8));  // one entry short
+  ASSERT_TRUE(hint::board::attach(board, sizeof board, 16, 8));
+  int32_t* list = reinterpret_cast<int32_t*>(board + hint::board::kHeader + 16 * 8);
+  auto give = [&](int fd, int32_t first, std::vector<std::pair<int32_t, int32_t>> owners) {
+    list[0] = fd;
+    list[2] = first;
+    for (size_t i = 0; i < owners.size(); ++i) list[4 + 2 * i] = owners[i].first, list[5 + 2 * i] = owners[i].second;
+    list[1] = int32_t(owners.size());
+  };
+  static std::vector<ReqRef> asked;
+  asked.clear();
+  WireEnv env{slot, "127.0.0.1:6379", nullptr};
+  std::unique_ptr<WireClient> cl(redis::make_client(env, [](ReqRef& r) -> Transaction* {
+    asked.push_back(r);
+    return nullptr;
+  }));
+  std::string get = "*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n";
+  // commands 0-2 in one write: a request that is not in flight (nobody's, never a guess), one not named
+  // (the write's rule: the connection's owner, none here), one outside any request
+  give(kSock, 0, {{700, 1}, {0, 0}, {-1, -1}});
+  std::string three = get + get + get;
+  cl->on_sent(three.data(), three.size());
+  EXPECT_EQ(list[1], 0);  // taken
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_EQ(asked[0].fd, 700);
+  EXPECT_EQ(asked[0].txid, ~0ull);
+  EXPECT_FALSE(asked[1].valid());
+  EXPECT_EQ(asked[2].txid, ~0ull);
+  // another socket's list is left for it; one that numbers commands already written names nothing
+  give(kOther, 3, {{701, 1}});
+  cl->on_sent(get.data(), get.size());
+  EXPECT_EQ(list[1], 1);
+  give(kSock, 1, {{702, 1}});
+  cl->on_sent(get.data(), get.size());
+  ASSERT_EQ(asked.size(), 5u);
+  EXPECT_FALSE(asked[3].valid());
+  EXPECT_FALSE(asked[4].valid());
+  // a list for commands 5 and 6, the first one split across writes; a count past the list is refused
+  give(kSock, 5, {{703, 1}, {704, 1}});
+  cl->on_sent(get.data(), 5);
+  std::string rest = get.substr(5) + get;
+  cl->on_sent(rest.data(), rest.size());
+  ASSERT_EQ(asked.size(), 7u);
+  EXPECT_EQ(asked[5].fd, 703);
+  EXPECT_EQ(asked[6].fd, 704);
+  give(kSock, 7, {{705, 1}});
+  list[1] = 9;
+  cl->on_sent(get.data(), get.size());
+  ASSERT_EQ(asked.size(), 8u);
+  EXPECT_FALSE(asked[7].valid());
+  EXPECT_EQ(list[1], 9);
+  hint::board::clear(kSock);  // the socket is closed: its list goes
+  EXPECT_EQ(list[1], 0);
+  hint::board::detach();
+  cl->on_end({});
+}
