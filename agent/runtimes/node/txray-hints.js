@@ -11,9 +11,10 @@
 //   - each inbound request start:  {fd, n} kept in the request's async context (n = the request's number
 //                                  on its connection, 1-based); R<fd>:<n> asks for its token at its first
 //                                  outbound call
-//   - at load, too:                B<slots> with the hint board as the buffer (agent/hints/hint_board.h): a
-//                                  table in this file's memory, a slot per outbound descriptor, where the
-//                                  shim names a call's request with two stores instead of a hint; U at exit
+//   - at load, too:                B<slots>:<list> with the hint board as the buffer (agent/hints/hint_board.h):
+//                                  a table in this file's memory, a slot per outbound descriptor, where the
+//                                  shim names a call's request with two stores instead of a hint, then an
+//                                  owner list (one owner per command of a pipelined write); U at exit
 //   - each outbound request:       slot outfd = {fd, n} right before its head is written on outfd (the
 //                                  agent reads it at that write); for a descriptor past the board's end,
 //                                  R<fd>:<n> for the token, then O<outfd>:<fd>:<token>
@@ -26,6 +27,8 @@
 //     other client sockets (database drivers): the caller's context at each net.Socket write
 //     mysql2: the caller's context when a command is queued (addCommand; a pool's getConnection
 //       callback runs in its caller's), named at the connection's writes while that command is current
+//     node-redis: the caller's context when a command is queued, listed per command in the board's owner
+//       list as the commands of one pipelined write are handed to the socket
 // Nothing it does may ever throw into the program: every entry point catches, and an unexpected error
 // switches the shim off.
 
@@ -51,12 +54,15 @@ function install() {
   const subscriptions = [];  // [channel object, listener]: kept referenced (Node 18 held channels weakly)
   const restores = [];
   const BOARD_SLOTS = 16384;
+  const LIST_CAP = 128;  // the agent's Redis client keeps as many
   let slots = null;  // the hint board's slots once the agent took it
+  let list = null;   // its owner list: [outfd, count, first, 0, then {fd, n} per command]
 
   function off() {
     if (!state.active) return;
     if (slots !== null) {
       slots = null;
+      list = null;
       try {
         buf[buf.write('U', 0, 31, 'latin1')] = 0;
         writeSync(HINT_FD, buf, 0, 32);
@@ -129,15 +135,19 @@ function install() {
 
   // The hint board (agent/hints/hint_board.h): its memory is kept referenced for the life of the realm,
   // and withdrawn ('U') at 'exit', before Node frees it.
-  const board = Buffer.alloc(32 + BOARD_SLOTS * 8);
-  board[board.write('B' + BOARD_SLOTS, 0, 31, 'latin1')] = 0;
+  // After the slots, the owner list (LIST_CAP entries): the owners of the commands of one pipelined
+  // write, in order (node-redis, below).
+  const board = Buffer.alloc(32 + BOARD_SLOTS * 8 + 16 + LIST_CAP * 8);
+  board[board.write('B' + BOARD_SLOTS + ':' + LIST_CAP, 0, 31, 'latin1')] = 0;
   try {
     writeSync(HINT_FD, board, 0, board.length);
     if (board.toString('latin1', 0, 2) === 'OK') {
       slots = new Int32Array(board.buffer, board.byteOffset + 32, BOARD_SLOTS * 2);
+      list = new Int32Array(board.buffer, board.byteOffset + 32 + BOARD_SLOTS * 8, 4 + LIST_CAP * 2);
       state.board = board;
       process.on('exit', () => {
         slots = null;
+        list = null;
         hint('U');
       });
     }
@@ -350,6 +360,18 @@ function install() {
   wrap(net.Socket.prototype, 'write', (orig) => function write() {
     try {
       if (this.server == null && this._httpMessage == null && this.parser == null && state.active) {
+        // node-redis hands its commands over one by one (their owners listed as they come, below);
+        // a socket it writes otherwise is left to the rules here for good.
+        if (redisOwners.length > 0) {
+          listOwners(this);
+          return orig.apply(this, arguments);
+        }
+        if (redisWriting > 0) return orig.apply(this, arguments);  // the rest of a listed command
+        if (redisLoaded) {
+          const st = redisSeq.get(this);
+          if (st === undefined) redisSeq.set(this, { seq: 0, bad: true });  // its commands uncounted
+          else st.bad = true;
+        }
         // A slot already set names this write (undici's sendHeaders, just before its head): it stays.
         const fd = fdOf(this);
         if (fd >= 0 && (slots === null || fd >= BOARD_SLOTS || slots[2 * fd + 1] === 0)) {
@@ -446,6 +468,118 @@ function install() {
     });
   }
 
+  // node-redis (@redis/client) auto-pipelines: every command issued in one tick, by any number of
+  // requests, is queued (RedisCommandsQueue.addCommand, in its caller's context) and written from a
+  // setImmediate in one corked write (commandsToWrite() yields each command's chunks, which go to
+  // socket.write one by one). So each command's owner is taken when it is queued, kept with the queue's
+  // entry (the value its DoublyLinkedList's add() is given inside addCommand), picked up when the
+  // generator shifts that entry, and listed in the board's owner list at the command's first
+  // socket.write, numbered from the socket's first command; the agent's Redis client takes one per
+  // command. A write on that socket made otherwise stops the lists for it (the numbers would drift).
+  let redisLoaded = false;
+  let redisAdding = null;     // inside addCommand: the caller's context (NOBODY outside any request)
+  let redisShifting = false;  // inside the generator's next(): the entry it shifts is the one it yields
+  let redisShifted = null;
+  let redisWriting = 0;       // generators being iterated
+  const redisOwners = [];     // owners of the commands yielded but not yet handed to a socket
+  const redisSeq = new WeakMap();  // socket -> {seq: commands handed to it, bad}
+  const redisContext = new WeakMap();  // a queue entry -> its caller's context
+
+  function listOwners(socket) {
+    const fd = fdOf(socket);
+    let st = redisSeq.get(socket);
+    if (st === undefined) {
+      st = { seq: 0, bad: false };
+      redisSeq.set(socket, st);
+    }
+    const first = st.seq;
+    st.seq += redisOwners.length;
+    if (fd < 0 || st.bad || list === null) {
+      redisOwners.length = 0;
+      return;
+    }
+    let count = list[1];
+    if (!(count > 0 && list[0] === fd && list[2] + count === first)) {
+      count = 0;  // the list the agent has not taken is another socket's (or it was taken): a new one
+      list[0] = fd;
+      list[2] = first;
+    }
+    for (let i = 0; i < redisOwners.length && count < LIST_CAP; i++, count++) {
+      const ctx = redisOwners[i];
+      list[4 + 2 * count] = ctx === null ? 0 : ctx.fd;
+      list[5 + 2 * count] = ctx === null ? 0 : ctx.n;
+    }
+    list[1] = count;
+    redisOwners.length = 0;
+  }
+
+  function* redisCommands(it) {
+    redisWriting++;
+    try {
+      for (;;) {
+        redisShifted = null;
+        redisShifting = true;
+        let r;
+        try {
+          r = it.next();
+        } finally {
+          redisShifting = false;
+        }
+        if (r.done) return r.value;
+        const ctx = redisShifted === null ? undefined : redisContext.get(redisShifted);
+        redisOwners.push(ctx === undefined ? null : ctx);
+        yield r.value;
+      }
+    } finally {
+      redisWriting--;
+      redisOwners.length = 0;  // yielded but never written (the socket's write threw)
+      try { it.return(); } catch { /* the driver's own generator: nothing of ours to undo */ }
+    }
+  }
+
+  function patchRedisQueue(Q) {
+    const p = ownerOf(Q.prototype, 'addCommand');
+    if (p === null || patched.has(p) || typeof p.commandsToWrite !== 'function') return;
+    patched.add(p);
+    redisLoaded = true;
+    wrap(p, 'addCommand', (orig) => function addCommand() {
+      const prev = redisAdding;
+      try {
+        if (state.active && list !== null) {
+          const ctx = callContext();
+          redisAdding = ctx === null ? NOBODY : ctx;
+        }
+      } catch { off(); }
+      try {
+        return orig.apply(this, arguments);
+      } finally {
+        redisAdding = prev;
+      }
+    });
+    wrap(p, 'commandsToWrite', (orig) => function commandsToWrite() {
+      const it = orig.apply(this, arguments);
+      return state.active && list !== null ? redisCommands(it) : it;
+    });
+  }
+
+  function patchRedisList(L) {
+    const p = L.prototype;
+    if (patched.has(p) || typeof p.add !== 'function' || typeof p.shift !== 'function') return;
+    patched.add(p);
+    wrap(p, 'add', (orig) => function add(value) {
+      const r = orig.apply(this, arguments);
+      if (redisAdding !== null && value !== null && typeof value === 'object') {
+        try { redisContext.set(value, redisAdding); } catch { off(); }
+      }
+      return r;
+    });
+    wrap(p, 'shift', (orig) => function shift() {
+      const v = orig.apply(this, arguments);
+      if (redisShifting && v !== undefined) redisShifted = v;
+      return v;
+    });
+  }
+
   function patchDrivers() {
     const Module = require('module');
     wrap(Module, '_load', (orig) => function _load() {
@@ -458,6 +592,13 @@ function install() {
             const P = ownFunction(exports, 'Pool');
             if (P !== undefined) patchMysql2Pool(P);
           }
+          // @redis/client's lib/client/commands-queue and lib/client/linked-list
+          const Q = ownFunction(exports, 'default');
+          if (Q !== undefined && Q.prototype && ownFunction(Q.prototype, 'addCommand') !== undefined &&
+              ownFunction(Q.prototype, 'commandsToWrite') !== undefined)
+            patchRedisQueue(Q);
+          const L = ownFunction(exports, 'DoublyLinkedList');
+          if (L !== undefined && ownFunction(exports, 'SinglyLinkedList') !== undefined && L.prototype) patchRedisList(L);
         }
       } catch { /* not a driver's exports */ }
       return exports;
