@@ -47,20 +47,32 @@ ssize_t take_all(int, const iovec* iov, int cnt, void*) {
 }
 
 // The program's buffer for one message: the shims' 32 bytes, exactly the message's length ('#'), or for
-// B the board itself (32 + 8 * slots bytes, slots filled from the input; '#': one slot short).
+// B the board itself (32 + 8 * slots bytes, slots filled from the input; '#': one slot short), and with
+// B<slots>:<list> its owner list after the slots (header and entries from the input: any socket, any
+// count — also past the list's size — any first command number).
 std::vector<char> buffer_for(std::string_view line, const uint8_t* data, size_t size) {
   bool exact = !line.empty() && line[0] == '#';
   if (exact) line.remove_prefix(1);
   std::vector<char> buf(line.begin(), line.end());
   hint::Message m;
   if (!exact) buf.resize(hint::kBufferSize, '\0');
-  if (hint::parse(buf.data(), buf.size(), &m) && m.op == 'B' && m.n <= 4096) {
-    size_t want = hint::board::kHeader + 8 * size_t(m.n);
+  if (hint::parse(buf.data(), buf.size(), &m) && m.op == 'B' && m.n <= 4096 && m.list <= 4096) {
+    const size_t slots_end = hint::board::kHeader + 8 * size_t(m.n);
+    size_t want = slots_end + (m.list ? hint::board::kListHeader + 8 * size_t(m.list) : 0);
     if (exact && want >= 8) want -= 8;
     buf.resize(want < buf.size() ? buf.size() : want, '\0');
     for (size_t i = 0; hint::board::kHeader + 8 * (i + 1) <= buf.size(); ++i) {
       int32_t slot[2] = {i % 3 ? int32_t(data[i % size]) + 800 : kIn, int32_t(int8_t(data[(i * 7) % size])) % 3};
       memcpy(buf.data() + hint::board::kHeader + 8 * i, slot, 8);
+    }
+    if (m.list && slots_end + hint::board::kListHeader <= buf.size()) {
+      int32_t head[4] = {data[0] % 2 ? kOut : int32_t(data[size / 2]) + 800,
+                         int32_t(int8_t(data[(size * 3) / 4])) + int32_t(m.list) / 2, int32_t(data[size - 1]), 0};
+      memcpy(buf.data() + slots_end, head, sizeof head);
+      for (size_t i = 0; slots_end + hint::board::kListHeader + 8 * (i + 1) <= buf.size(); ++i) {
+        int32_t e[2] = {i % 2 ? kIn : int32_t(data[(i * 5) % size]) + 800, int32_t(int8_t(data[(i * 3) % size])) % 4};
+        memcpy(buf.data() + slots_end + hint::board::kListHeader + 8 * i, e, 8);
+      }
     }
   }
   return buf;
@@ -101,6 +113,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         reply.find_first_not_of('0') != std::string::npos)
       fail("refused without saying so", reply);
     if (ok && m.op == 'C') handles.push_back(strtoull(reply.c_str(), nullptr, 16));
+  }
+
+  // The owner list, read the way a protocol client reads it at the socket's next write: whatever the
+  // shim's memory holds, the count stays inside the list and every owner is a request or none.
+  if (FdSlot* out = fds::peek(kOut)) {
+    uint32_t first = 0;
+    size_t n = hint::board::listed(out, &first);
+    if (n > hint::board::kMaxList) fail("an owner list longer than a board can hold");
+    for (size_t i = 0; i < n; ++i) (void)hint::board::list_owner(i);
+    hint::board::list_taken();
+    if (hint::board::listed(out, &first) != 0) fail("an owner list read twice");
   }
 
   // A request written on the outbound socket the way the write hook writes it, and its response.
