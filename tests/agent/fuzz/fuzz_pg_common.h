@@ -93,7 +93,11 @@ inline std::string replay(const std::vector<Record>& recs, size_t piece, bool se
   tx::end(t, 200, "");
   tx::make_current(nullptr);
   if (!done().empty()) result = describe(*done().back());
-  if (secret && result.find(kSecret) != std::string::npos) fail("a password reached a row", result);
+  // A server may say anything, the marker too (libFuzzer learns it from this very check): only the
+  // program's PasswordMessage must never reach a row.
+  bool server_said_it = false;
+  for (const Record& r : recs) server_said_it |= !r.sent && r.bytes.find(kSecret) != std::string::npos;
+  if (secret && !server_said_it && result.find(kSecret) != std::string::npos) fail("a password reached a row", result);
   done().clear();
   return result;
 }
