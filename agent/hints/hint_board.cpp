@@ -77,6 +77,15 @@ void list_taken() {
   if (t_board.list) t_board.list[1] = 0;
 }
 
+size_t take_list(const FdSlot* slot, ReqRef* out, size_t cap, uint32_t* first) {
+  size_t k = listed(slot, first);
+  if (k == 0) return 0;
+  if (k > cap) k = cap;
+  for (size_t i = 0; i < k; ++i) out[i] = list_owner(i);
+  list_taken();
+  return k;
+}
+
 void clear(int fd) {
   Board& b = t_board;
   if (__builtin_expect(b.slots == nullptr, 1) || fd < 0) return;

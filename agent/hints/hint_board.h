@@ -51,6 +51,9 @@ bool take(int fd, ReqRef* out);
 size_t listed(const FdSlot* slot, uint32_t* first);
 ReqRef list_owner(size_t i);
 void list_taken();
+// All three at once: up to cap owners into out (*first: the number of the command out[0] names), the list
+// emptied; returns how many. What the dispatch hands a protocol client at a socket's write.
+size_t take_list(const FdSlot* slot, ReqRef* out, size_t cap, uint32_t* first);
 
 // The socket fd is closed: its slot is emptied (and the owner list, if it is fd's).
 void clear(int fd);

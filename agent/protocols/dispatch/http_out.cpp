@@ -204,8 +204,21 @@ bool tls_unseen(FdSlot* s, HttpClientConn* c) {
   return true;
 }
 
+// The owners a runtime listed for this socket's next commands (hint_board.h), handed to a client that
+// takes them, before the write's bytes.
+void pass_listed_owners(FdSlot* s, HttpClientConn* c) {
+  constexpr size_t kMax = 128;
+  size_t cap = c->wire->max_listed_owners();
+  if (cap == 0) return;
+  ReqRef owners[kMax];
+  uint32_t first = 0;
+  size_t k = hint::board::take_list(s, owners, cap < kMax ? cap : kMax, &first);
+  if (k) c->wire->on_listed_owners(owners, k, first);
+}
+
 void wire_sent(FdSlot* s, HttpClientConn* c, const iovec* iov, int cnt, size_t n) {
   if (library_took_over(s, c) || tls_unseen(s, c)) return;
+  if (c->wire_active && !c->wire_tls) pass_listed_owners(s, c);
   for (int i = 0; i < cnt && n > 0 && c->wire_active && !c->wire_tls; ++i) {
     size_t take = iov[i].iov_len < n ? iov[i].iov_len : n;
     if (take) c->wire->on_sent(static_cast<const char*>(iov[i].iov_base), take);
@@ -830,6 +843,7 @@ bool tls_plaintext(int fd, bool sent, const char* p, size_t n) {
   if (!b || !c->wire_active || !c->wire_tls) return false;
   int saved = errno;
   c->tls_fed = true;
+  if (sent) pass_listed_owners(s, c);
   if (sent) c->wire->on_sent(p, n);
   else c->wire->on_received(p, n);
   if (c->wire->stopped()) {

@@ -51,6 +51,12 @@ class WireClient {
   // in a file that way): true when the client accounts for them and goes on following the stream (a
   // body it only counts, as uwsgi's), false when it cannot — the dispatch then lets the connection go.
   virtual bool on_sent_opaque(uint64_t /*n*/) { return false; }
+  // Owners a runtime listed for the connection's next commands (hints/hint_board.h: node-redis writes the
+  // commands of many requests in one write): owners[i] names command first + i, counted from the
+  // connection's first. The dispatch reads the list at each write, before on_sent, for a client whose
+  // max_listed_owners() is not 0 (at most that many are passed).
+  virtual size_t max_listed_owners() const { return 0; }
+  virtual void on_listed_owners(const ReqRef* /*owners*/, size_t /*n*/, uint32_t /*first*/) {}
   // True once the client gave up following the stream (it counted why: counters().streams_unparsed):
   // no more bytes are fed to it.
   virtual bool stopped() const = 0;

@@ -7,7 +7,6 @@
 
 #include "core/counters.h"
 #include "core/recorder.h"
-#include "hints/hint_board.h"
 #include "protocols/redis/cache_key.h"
 #include "protocols/redis/cache_row.h"
 #include "protocols/redis/resp.h"
@@ -143,10 +142,9 @@ class RedisClient final : public WireClient {
   }
 
   void feed_sent(const char* p, size_t n) {
-    take_owners();
     // One statement_tx() per write: a runtime names the request a write belongs to, and a pipeline is
     // written in one go (the owner is consumed by its first command) — unless the runtime listed an
-    // owner per command (hint_board.h: node-redis writes the commands of many requests at once).
+    // owner per command (on_listed_owners: node-redis writes the commands of many requests at once).
     bool resolved = false;
     Transaction* tx = nullptr;
     while (n && !stopped_) {
@@ -210,22 +208,20 @@ class RedisClient final : public WireClient {
 
   bool stopped() const override { return stopped_; }
 
- private:
+  size_t max_listed_owners() const override { return kOwners; }
   // Owners the runtime listed for the next commands on this socket join those still kept when they
   // follow them; else they replace them (the list's numbers say which command each names).
-  void take_owners() {
-    uint32_t first = 0;
-    size_t k = hint::board::listed(env_.slot, &first);
+  void on_listed_owners(const ReqRef* owners, size_t k, uint32_t first) override {
     if (k == 0) return;
     if (owners_n_ == 0 || owners_first_ + uint32_t(owners_n_) != first) {
       owners_first_ = first;
       owners_n_ = 0;
     }
     for (size_t i = 0; i < k && owners_n_ < kOwners; ++i, ++owners_n_)
-      owners_[(owners_first_ + uint32_t(owners_n_)) % kOwners] = hint::board::list_owner(i);
-    hint::board::list_taken();
+      owners_[(owners_first_ + uint32_t(owners_n_)) % kOwners] = owners[i];
   }
 
+ private:
   // The listed owner of the command starting now (the started_-th on the connection), if one is listed
   // for it; owners of commands before it are dropped.
   bool listed_owner(ReqRef* out) {

@@ -517,11 +517,20 @@ TEST_F(RedisClientTest, ListedOwnersNameOneCommandEach) {
     return nullptr;
   }));
   std::string get = "*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n";
+  // A write as the dispatch feeds it (http_out.cpp, pass_listed_owners): the socket's listed owners
+  // first, then the bytes.
+  auto send = [&](const char* p, size_t len) {
+    ReqRef owners[128];
+    uint32_t first = 0;
+    size_t k = hint::board::take_list(slot, owners, cl->max_listed_owners(), &first);
+    if (k) cl->on_listed_owners(owners, k, first);
+    cl->on_sent(p, len);
+  };
   // commands 0-2 in one write: a request that is not in flight (nobody's, never a guess), one not named
   // (the write's rule: the connection's owner, none here), one outside any request
   give(kSock, 0, {{700, 1}, {0, 0}, {-1, -1}});
   std::string three = get + get + get;
-  cl->on_sent(three.data(), three.size());
+  send(three.data(), three.size());
   EXPECT_EQ(list[1], 0);  // taken
   ASSERT_EQ(asked.size(), 3u);
   EXPECT_EQ(asked[0].fd, 700);
@@ -530,24 +539,24 @@ TEST_F(RedisClientTest, ListedOwnersNameOneCommandEach) {
   EXPECT_EQ(asked[2].txid, ~0ull);
   // another socket's list is left for it; one that numbers commands already written names nothing
   give(kOther, 3, {{701, 1}});
-  cl->on_sent(get.data(), get.size());
+  send(get.data(), get.size());
   EXPECT_EQ(list[1], 1);
   give(kSock, 1, {{702, 1}});
-  cl->on_sent(get.data(), get.size());
+  send(get.data(), get.size());
   ASSERT_EQ(asked.size(), 5u);
   EXPECT_FALSE(asked[3].valid());
   EXPECT_FALSE(asked[4].valid());
   // a list for commands 5 and 6, the first one split across writes; a count past the list is refused
   give(kSock, 5, {{703, 1}, {704, 1}});
-  cl->on_sent(get.data(), 5);
+  send(get.data(), 5);
   std::string rest = get.substr(5) + get;
-  cl->on_sent(rest.data(), rest.size());
+  send(rest.data(), rest.size());
   ASSERT_EQ(asked.size(), 7u);
   EXPECT_EQ(asked[5].fd, 703);
   EXPECT_EQ(asked[6].fd, 704);
   give(kSock, 7, {{705, 1}});
   list[1] = 9;
-  cl->on_sent(get.data(), get.size());
+  send(get.data(), get.size());
   ASSERT_EQ(asked.size(), 8u);
   EXPECT_FALSE(asked[7].valid());
   EXPECT_EQ(list[1], 9);
