@@ -93,5 +93,12 @@ class FdHostile(TxrayTestCase):
                     traced, traced_bodies, traced_report = run(c.endpoint, mode)
                     names = self.stored_names(c, 3)
                 self.assertEqual(traced.rc, bare.rc)
-                self.assertEqual((traced_bodies, traced_report), (bare_bodies, bare_report))
+                # In the shared table the agent's connection holds the lowest free number for a few
+                # microseconds (as in the tests above); a forked daemon's agent thread starts when the
+                # daemon goes back to accept() with its first requests held (transport.h: before_wait), so a
+                # connection accepted in that instant can get the next number. The private table has no
+                # such instant: there the numbers match exactly.
+                view = (lambda b: b.split(b" conn=")[0]) if mode == "shared" else (lambda b: b)
+                self.assertEqual(([view(b) for b in traced_bodies], traced_report),
+                                 ([view(b) for b in bare_bodies], bare_report))
                 self.assertEqual(names, [f"GET /d{i}" for i in range(3)])
