@@ -130,13 +130,6 @@ PM = {
 
 
 UPLOAD_PHP = "<?php echo 'post ' . basename($_SERVER['REQUEST_URI']) . ' ' . strlen(file_get_contents('php://input'));\n"
-POSTS = 24
-
-
-def post_body(i):
-    # the last one is past nginx's client_body_buffer_size: buffered in a file, and with `sendfile on` (as in
-    # Debian's nginx.conf) sent to php-fpm as STDIN records whose content goes by sendfile
-    return b"%d:" % i + b"p" * (97 * i if i < POSTS - 1 else 200000)
 
 
 def drive(port, ids, prefix="/r/", connections=CONNECTIONS):
@@ -283,9 +276,9 @@ class PhpFpm(TxrayTestCase):
                 wait_for(lambda: count_transactions(col.db, "php", f"GET {prefix}%") >= total, 30,
                          what=f"the {total} PHP transactions while php-fpm runs")
             if posts:
-                self.post_all(port)
-                wait_for(lambda: count_transactions(col.db, "php", "POST /p/%") >= POSTS, 30,
-                         what=f"the {POSTS} PHP POST transactions while php-fpm runs")
+                nginxconf.post_all(self, port)
+                wait_for(lambda: count_transactions(col.db, "php", "POST /p/%") >= nginxconf.POSTS, 30,
+                         what=f"the {nginxconf.POSTS} PHP POST transactions while php-fpm runs")
             # graceful stops: nginx's workers exit and their agents send what they hold
             nginx.send_signal(signal.SIGQUIT)
             self.assertEqual(nginx.wait(timeout=30), 0)
@@ -294,32 +287,21 @@ class PhpFpm(TxrayTestCase):
             flog.close()
             # nginx and PHP: one per request each; the back-end: two per request of index.php
             n = rounds * REQUESTS
-            wait_for(lambda: count_transactions(col.db) >= (4 if page == "index" else 2) * n + (2 * POSTS if posts else 0),
+            wait_for(lambda: count_transactions(col.db) >= (4 if page == "index" else 2) * n + (2 * nginxconf.POSTS if posts else 0),
                      30, what="every transaction")
             bproc.send_signal(signal.SIGTERM)
             bproc.wait(timeout=10)
         return col.db, ids
-
-    def post_all(self, port):
-        import http.client
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        try:
-            for i in range(POSTS):
-                conn.request("POST", f"/p/{i}", body=post_body(i), headers={"Content-Type": "text/plain"})
-                r = conn.getresponse()
-                self.assertEqual((r.status, r.read().decode()), (200, f"post {i} {len(post_body(i))}"))
-        finally:
-            conn.close()
 
     def check_posts(self, db):
         """POST /p/<i>: the body's exact size on both sides (STDIN content), the rows linked, none given up."""
         txs = [t for t in show_json(db, "--last", "100000") if t.get("name", "").startswith("POST /p/")]
         nginx = [t for t in txs if t["app"] == "nginx"]
         php = {t["txid"]: t for t in txs if t["app"] == "php"}
-        self.assertEqual(sorted(t["name"] for t in nginx), sorted(f"POST /p/{i}" for i in range(POSTS)))
-        self.assertEqual(sorted(t["name"] for t in php.values()), sorted(f"POST /p/{i}" for i in range(POSTS)))
+        self.assertEqual(sorted(t["name"] for t in nginx), sorted(f"POST /p/{i}" for i in range(nginxconf.POSTS)))
+        self.assertEqual(sorted(t["name"] for t in php.values()), sorted(f"POST /p/{i}" for i in range(nginxconf.POSTS)))
         for t in nginx:
-            size = len(post_body(int(t["name"].rsplit("/", 1)[1])))
+            size = len(nginxconf.post_body(int(t["name"].rsplit("/", 1)[1])))
             calls = [s for s in t["steps"] if s["kind"] == "HTTP_CALL"]
             self.assertEqual(len(calls), 1, calls)
             call = calls[0]

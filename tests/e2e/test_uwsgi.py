@@ -31,12 +31,6 @@ UWSGI = "/usr/bin/uwsgi-core"
 PLUGIN = "/usr/lib/uwsgi/plugins/python3_plugin.so"
 REQUESTS = 240
 CONNECTIONS = 8
-POSTS = 24
-
-
-def post_body(i):
-    # the last one is past nginx's client_body_buffer_size: buffered in a file, sent to uWSGI by sendfile
-    return b"%d:" % i + b"p" * (97 * i if i < POSTS - 1 else 200000)
 
 # inside nginx's http block (nginxconf.py has the rest)
 NGINX_HTTP = """\
@@ -133,27 +127,16 @@ class Uwsgi(TxrayTestCase):
             with open(os.path.join(d, "uwsgi.out"), errors="replace") as f:
                 self.assertEqual(wrong, {}, f.read()[-2000:])
             self.assertEqual(len(answers), REQUESTS)
-            self.post_all(port)
+            nginxconf.post_all(self, port)
             # nginx, uWSGI and the back-end: one per request each. The programs are stopped afterwards:
             # what a worker's agent had finished is sent as it goes.
-            wait_for(lambda: count(col.db) >= 3 * REQUESTS + 2 * POSTS, 30, what="every transaction")
+            wait_for(lambda: count(col.db) >= 3 * REQUESTS + 2 * nginxconf.POSTS, 30, what="every transaction")
             nginx.send_signal(signal.SIGQUIT)
             self.assertEqual(nginx.wait(timeout=30), 0)
             uw.send_signal(signal.SIGTERM)
             uw.wait(timeout=30)
             ulog.close()
         self.check(col.db, unix)
-
-    def post_all(self, port):
-        import http.client
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        try:
-            for i in range(POSTS):
-                conn.request("POST", f"/p/{i}", body=post_body(i), headers={"Content-Type": "text/plain"})
-                r = conn.getresponse()
-                self.assertEqual((r.status, r.read().decode()), (200, f"post {i} {len(post_body(i))}"))
-        finally:
-            conn.close()
 
     def check(self, db, unix):
         txs = [t for t in show_json(db, "--last", str(20 * REQUESTS)) if t.get("kind") != "unattributed"]
@@ -223,11 +206,11 @@ class Uwsgi(TxrayTestCase):
 
     def check_posts(self, nginx, app):
         """POST /p/<i>: the body's exact size on both sides, the rows linked."""
-        self.assertEqual(sorted(t["name"] for t in nginx), sorted(f"POST /p/{i}" for i in range(POSTS)))
-        self.assertEqual(sorted(t["name"] for t in app), sorted(f"POST /p/{i}" for i in range(POSTS)))
+        self.assertEqual(sorted(t["name"] for t in nginx), sorted(f"POST /p/{i}" for i in range(nginxconf.POSTS)))
+        self.assertEqual(sorted(t["name"] for t in app), sorted(f"POST /p/{i}" for i in range(nginxconf.POSTS)))
         app_by_txid = {t["txid"]: t for t in app}
         for t in nginx:
-            size = len(post_body(int(t["name"].rsplit("/", 1)[1])))
+            size = len(nginxconf.post_body(int(t["name"].rsplit("/", 1)[1])))
             call = [s for s in t["steps"] if s["kind"] == "HTTP_CALL"][0]
             self.assertEqual(attr(call, "method"), "POST", call)
             self.assertEqual(call["bytes_written"], size, call)

@@ -209,9 +209,10 @@ bool tls_unseen(FdSlot* s, HttpClientConn* c) {
 void pass_listed_owners(FdSlot* s, HttpClientConn* c) {
   constexpr size_t kMax = 128;
   size_t cap = c->wire->max_listed_owners();
-  if (cap == 0) return;
-  ReqRef owners[kMax];
   uint32_t first = 0;
+  // Most writes find no list: the owners' array (2 KiB to initialise) is only made for one that does.
+  if (cap == 0 || hint::board::listed(s, &first) == 0) return;
+  ReqRef owners[kMax];
   size_t k = hint::board::take_list(s, owners, cap < kMax ? cap : kMax, &first);
   if (k) c->wire->on_listed_owners(owners, k, first);
 }
