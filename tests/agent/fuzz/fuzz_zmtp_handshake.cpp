@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ok) {
       if (curve) fail("CURVE handshake succeeded without the server's key");
       if (strcasecmp(type.c_str(), "PULL") != 0) fail("handshake succeeded with a peer that is not PULL", type);
-      if (answer.size() < 64 || (uint8_t)answer[0] != 0xFF || (uint8_t)answer[9] != 0x7F || answer[10] < 3 ||
+      if (answer.size() < 64 || (uint8_t)answer[0] != 0xFF || (uint8_t)answer[9] != 0x7F || (uint8_t)answer[10] < 3 ||
           memcmp(answer.data() + 12, "NULL", 5) != 0)
         fail("handshake succeeded without a ZMTP 3 NULL greeting", answer);
       const char msg[] = "after the handshake";
